@@ -1,0 +1,42 @@
+/* Typed access to the settings table (config.c). Each getter reads the
+ * environment at call time, so create calls see the value in force then. A
+ * malformed or out-of-range value logs the variable, its value and the accepted
+ * form, and returns ZAP_ERR_INVALID_PARAM without writing the output.
+ *
+ * To add a setting: append an id here and a row in config.c (same order); the
+ * table test and docs/config.md check keep the rest honest. */
+#ifndef ZAP_BASE_CONFIG_TABLE_H
+#define ZAP_BASE_CONFIG_TABLE_H
+#include <stdint.h>
+#include "zap/status.h"
+
+typedef enum zap_cfg_id {
+    ZAP_CFG_LOG_LEVEL,
+    ZAP_CFG_UMA_POOL_BYTES,
+    ZAP_CFG_POOL_BACKEND,
+    ZAP_CFG_POOL_CHUNK_BYTES,
+    ZAP_CFG_TIMEOUT,
+    ZAP_CFG_INPROC_EAGER_BYTES,
+    ZAP_CFG_UCP_STAGING,
+    ZAP_CFG_ALLREDUCE_ALG,
+    ZAP_CFG_BCAST_ALG,
+    ZAP_CFG_COLL_PIPELINE_BYTES,
+    ZAP_CFG_CHECKSUM,
+    ZAP_CFG_VERIFIER,
+    ZAP_CFG_VERIFY_THREADS,
+    ZAP_CFG_GPU_MIN_ITEMS,
+    ZAP_CFG_COUNT
+} zap_cfg_id_t;
+
+/* Unsigned integer (sizes accept K/M/G/T and KiB/MiB/GiB/TiB suffixes, powers of 1024). */
+zap_status_t zap_cfg_get_u64(zap_cfg_id_t id, uint64_t *value_p);
+/* Non-negative decimal seconds (e.g. "30", "0.5"). */
+zap_status_t zap_cfg_get_seconds(zap_cfg_id_t id, double *value_p);
+/* One of the names in the row's "a|b|c" choices; *index_p is its position. */
+zap_status_t zap_cfg_get_choice(zap_cfg_id_t id, int *index_p);
+/* Name of the id's variable, for messages. */
+const char *zap_cfg_name(zap_cfg_id_t id);
+
+/* Parses text the way the id's row does (for values passed explicitly). */
+zap_status_t zap_cfg_parse_u64(zap_cfg_id_t id, const char *text, uint64_t *value_p);
+#endif

@@ -1,0 +1,69 @@
+/* What a transport backend implements. A backend embeds zap_transport_t as the
+ * first member of its own struct and supplies one ops table; requests likewise
+ * embed zap_request_t first. transport.c does argument checks common to every
+ * backend (rank range, NULL buffers, closed) before calling the ops, so ops see
+ * only valid arguments. */
+#ifndef ZAP_TRANSPORT_IMPL_H
+#define ZAP_TRANSPORT_IMPL_H
+#include <stdatomic.h>
+#include <stdbool.h>
+#include "zap/transport.h"
+
+typedef struct zap_transport_ops {
+    const char *name;
+    uint32_t cap_flags;
+    double min_latency_us;
+    zap_status_t (*isend)(zap_transport_t *t, int peer, uint64_t tag, const void *buf, size_t len,
+                          zap_request_t **req_p);
+    zap_status_t (*irecv)(zap_transport_t *t, int peer, uint64_t tag, void *buf, size_t cap,
+                          zap_request_t **req_p);
+    /* Blocks until the next message from peer/tag has arrived (or deadline) and
+     * reports its length without consuming it; the following irecv with the
+     * same peer and tag receives it. */
+    zap_status_t (*probe)(zap_transport_t *t, int peer, uint64_t tag, double deadline, size_t *len_p);
+    zap_status_t (*progress)(zap_transport_t *t);
+    /* Returns ZAP_OK (complete), ZAP_INPROGRESS or a completion error. */
+    zap_status_t (*test)(zap_request_t *req);
+    /* Blocks until completion or the absolute deadline (ZAP_ERR_TIMED_OUT). */
+    zap_status_t (*wait)(zap_request_t *req, double deadline);
+    /* Cancels if pending, then releases the request. */
+    void (*request_free)(zap_request_t *req);
+    void (*close)(zap_transport_t *t);
+} zap_transport_ops_t;
+
+struct zap_transport {
+    const zap_transport_ops_t *ops;
+    int rank;
+    int size;
+    zap_pool_t *pool;
+    bool owns_pool;
+    atomic_bool closed;
+};
+
+typedef enum zap_request_kind { ZAP_REQ_SEND = 1, ZAP_REQ_RECV = 2 } zap_request_kind_t;
+
+struct zap_request {
+    zap_transport_t *transport;
+    zap_request_kind_t kind;
+    int peer;
+    uint64_t tag;
+    size_t received_len;   /* receives: bytes delivered, valid once complete */
+    /* ZAP_INPROGRESS until complete, then ZAP_OK or the error; written by the
+     * backend, read by anyone (atomic). */
+    _Atomic int status;
+};
+
+/* Shared helpers for backends. */
+void zap_transport_base_init(zap_transport_t *t, const zap_transport_ops_t *ops, int rank, int size,
+                             zap_pool_t *pool, bool owns_pool);
+void zap_request_base_init(zap_request_t *req, zap_transport_t *t, zap_request_kind_t kind, int peer,
+                           uint64_t tag);
+static inline void zap_request_complete(zap_request_t *req, zap_status_t status)
+{
+    atomic_store_explicit(&req->status, (int)status, memory_order_release);
+}
+static inline zap_status_t zap_request_status(const zap_request_t *req)
+{
+    return (zap_status_t)atomic_load_explicit(&((zap_request_t *)req)->status, memory_order_acquire);
+}
+#endif

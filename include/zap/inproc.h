@@ -1,0 +1,27 @@
+/* The in-process transport: N ranks as threads in one process. It is the
+ * reference behaviour of the contract in zap/transport.h and lets everything
+ * above the transport be tested fast, without MPI. */
+#ifndef ZAP_INPROC_H
+#define ZAP_INPROC_H
+#include "zap/transport.h"
+
+typedef struct zap_inproc_world zap_inproc_world_t;
+
+ZAP_BEGIN_DECLS
+/* Creates a world of nranks ranks (1..4096) sharing pool (borrowed; it must
+ * outlive the world) or, when pool is NULL, a pool the world creates from the
+ * environment. Returns ZAP_ERR_INVALID_PARAM for a bad nranks, pool errors
+ * otherwise. Free with zap_inproc_world_destroy. */
+ZAP_API zap_status_t zap_inproc_world_create(int nranks, zap_pool_t *pool, zap_inproc_world_t **world_p);
+
+/* The transport of one rank, created on first call and owned by the world
+ * (zap_transport_close on it is allowed and makes that rank closed; peers
+ * posting to it then get ZAP_ERR_PEER_FAILED). ZAP_ERR_NOT_FOUND for a bad
+ * rank. Thread-safe. */
+ZAP_API zap_status_t zap_inproc_transport(zap_inproc_world_t *world, int rank, zap_transport_t **t_p);
+
+/* Destroys the world and every rank's transport. Pending requests complete
+ * with ZAP_ERR_CANCELED. NULL is accepted. */
+ZAP_API void zap_inproc_world_destroy(zap_inproc_world_t *world);
+ZAP_END_DECLS
+#endif

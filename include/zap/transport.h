@@ -1,0 +1,122 @@
+/* The transport contract: point-to-point messages between ranks, and pool
+ * buffers to put them in. Collectives are written against this contract only;
+ * two transports implement it: in-process (threads as ranks, zap/inproc.h) and
+ * UCX (processes on many nodes, zap/ucp.h).
+ *
+ * Matching: a receive matches the oldest unmatched send from the same peer
+ * with the same tag. Messages between one pair of ranks with one tag arrive in
+ * the order they were sent; tags keep concurrent operations apart.
+ *
+ * Ownership: zap_transport_isend borrows the caller's bytes until its request
+ * completes (then the caller may reuse them); zap_transport_irecv borrows the
+ * receive buffer likewise. zap_transport_recv_buf returns a pool buffer the
+ * caller frees with zap_buf_free. A request is the caller's from post until
+ * zap_request_free. Nothing the seed leaked (sent slabs) can leak here: the
+ * transport never keeps a copy of a completed message. */
+#ifndef ZAP_TRANSPORT_H
+#define ZAP_TRANSPORT_H
+#include <stddef.h>
+#include <stdint.h>
+#include "zap/common.h"
+#include "zap/status.h"
+#include "zap/pool.h"
+
+typedef struct zap_transport zap_transport_t;
+typedef struct zap_request zap_request_t;
+
+enum {
+    ZAP_CAP_GPU_RESIDENT = 1u << 0, /* alloc_buffer returns memory the GPU can address */
+    ZAP_CAP_ZERO_COPY = 1u << 1,    /* large messages move without an intermediate copy */
+    ZAP_CAP_MULTI_NODE = 1u << 2    /* ranks may be on different hosts */
+};
+
+typedef struct zap_transport_caps {
+    const char *name;        /* "inproc", "ucp" */
+    uint32_t flags;          /* ZAP_CAP_* */
+    double min_latency_us;   /* a rough one-way latency floor, for algorithm choice */
+} zap_transport_caps_t;
+
+ZAP_BEGIN_DECLS
+
+/* This rank and the number of ranks. Return -1 for a NULL transport. */
+ZAP_API int zap_transport_rank(const zap_transport_t *t);
+ZAP_API int zap_transport_size(const zap_transport_t *t);
+
+/* Name and capabilities. ZAP_ERR_INVALID_PARAM for NULL arguments. */
+ZAP_API zap_status_t zap_transport_caps(const zap_transport_t *t, zap_transport_caps_t *caps_p);
+
+/* Posts a send of len bytes (len may be 0) to peer with tag. Borrows buf until
+ * the request completes. Never blocks. Returns ZAP_OK and a request the caller
+ * must free with zap_request_free (after completion, or to cancel);
+ * ZAP_ERR_NOT_FOUND for a rank outside [0, size); ZAP_ERR_INVALID_PARAM for
+ * buf NULL with len > 0; ZAP_ERR_CLOSED after zap_transport_close;
+ * ZAP_ERR_PEER_FAILED when peer is known dead. Thread-safe. */
+ZAP_API zap_status_t zap_transport_isend(zap_transport_t *t, int peer, uint64_t tag, const void *buf,
+                                         size_t len, zap_request_t **req_p);
+
+/* Posts a receive of at most cap bytes from peer with tag into buf (borrowed
+ * until completion). A longer message completes the request with
+ * ZAP_ERR_TRUNCATED and delivers nothing. Errors as zap_transport_isend. */
+ZAP_API zap_status_t zap_transport_irecv(zap_transport_t *t, int peer, uint64_t tag, void *buf, size_t cap,
+                                         zap_request_t **req_p);
+
+/* Blocking forms: return when the buffer may be reused (send) or holds the
+ * message (recv; *len_p optional gets its length). They wait at most
+ * ZAP_TIMEOUT and then return ZAP_ERR_TIMED_OUT, logging the peer. */
+ZAP_API zap_status_t zap_transport_send(zap_transport_t *t, int peer, uint64_t tag, const void *buf, size_t len);
+ZAP_API zap_status_t zap_transport_recv(zap_transport_t *t, int peer, uint64_t tag, void *buf, size_t cap,
+                                        size_t *len_p);
+
+/* Receives the next message from peer with tag into a fresh pool buffer sized
+ * to it: the seed's Recv, connected. Returns the buffer in *buf_p; the caller
+ * frees it with zap_buf_free. A zero-length message gives an empty buffer
+ * (ptr NULL, size 0) that needs no free. Blocks up to ZAP_TIMEOUT. */
+ZAP_API zap_status_t zap_transport_recv_buf(zap_transport_t *t, int peer, uint64_t tag, zap_buf_t *buf_p);
+
+/* Takes a buffer from the transport's pool (the memory it sends from without
+ * copying or registering again). Free with zap_buf_free. */
+ZAP_API zap_status_t zap_transport_alloc(zap_transport_t *t, size_t size, zap_buf_t *buf_p);
+
+/* The transport's pool (not to be destroyed by the caller) and its reserved
+ * bytes. */
+ZAP_API zap_pool_t *zap_transport_pool(zap_transport_t *t);
+ZAP_API uint64_t zap_transport_pool_bytes(zap_transport_t *t);
+
+/* Drives communication forward; returns promptly. Some transports progress in
+ * the background and need no calls, others (UCX) only progress here or inside
+ * test/wait. */
+ZAP_API zap_status_t zap_transport_progress(zap_transport_t *t);
+
+/* Closes the transport: requests still pending complete with ZAP_ERR_CANCELED
+ * (they must still be freed), later posts return ZAP_ERR_CLOSED, then the
+ * transport is freed. The pool is destroyed when the transport created it and
+ * no buffers are out (else it is reported and left). NULL is accepted. */
+ZAP_API void zap_transport_close(zap_transport_t *t);
+
+/* Request completion. zap_request_test sets *done_p (1 complete, 0 not yet)
+ * and returns ZAP_OK, or the request's error once complete with one.
+ * zap_request_wait blocks until completion or ZAP_TIMEOUT (then
+ * ZAP_ERR_TIMED_OUT, naming the peer in the log; the request stays valid and
+ * pending). zap_request_wait_until takes an absolute deadline in seconds on
+ * zap_clock_now()'s clock; a deadline <= 0 means ZAP_TIMEOUT from now. */
+ZAP_API zap_status_t zap_request_test(zap_request_t *req, int *done_p);
+ZAP_API zap_status_t zap_request_wait(zap_request_t *req);
+ZAP_API zap_status_t zap_request_wait_until(zap_request_t *req, double deadline);
+
+/* The completed receive's length in bytes, and its peer. ZAP_ERR_INVALID_PARAM
+ * for a send request, ZAP_INPROGRESS before completion. */
+ZAP_API zap_status_t zap_request_received(const zap_request_t *req, size_t *len_p);
+ZAP_API int zap_request_peer(const zap_request_t *req);
+
+/* Frees a request. A pending one is cancelled first (its buffer is no longer
+ * borrowed when this returns). NULL is accepted. */
+ZAP_API void zap_request_free(zap_request_t *req);
+
+/* Seconds on a monotonic clock, for deadlines. */
+ZAP_API double zap_clock_now(void);
+
+/* The timeout in seconds in force (ZAP_TIMEOUT, default 30). */
+ZAP_API double zap_timeout_seconds(void);
+
+ZAP_END_DECLS
+#endif
