@@ -5,9 +5,12 @@ target_include_directories(zap PUBLIC $<BUILD_INTERFACE:${CMAKE_SOURCE_DIR}/incl
                                       $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
 set_target_properties(zap PROPERTIES VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR}
                       C_VISIBILITY_PRESET hidden)
+# The layers' objects go in whole; linking the archives too brings their
+# external dependencies (MPI, UCX, cudart, libsodium) along.
 foreach(layer ${zap_layers})
-  target_link_libraries(zap PRIVATE "$<LINK_LIBRARY:WHOLE_ARCHIVE,${layer}>")
+  target_sources(zap PRIVATE $<TARGET_OBJECTS:${layer}>)
 endforeach()
+target_link_libraries(zap PRIVATE ${zap_layers})
 add_library(zap::zap ALIAS zap)
 
 install(TARGETS zap EXPORT zapTargets LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})

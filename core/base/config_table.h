@@ -37,6 +37,11 @@ zap_status_t zap_cfg_get_choice(zap_cfg_id_t id, int *index_p);
 /* Name of the id's variable, for messages. */
 const char *zap_cfg_name(zap_cfg_id_t id);
 
+/* Warns about each ZAP_* variable in the environment that is not a setting,
+ * suggesting the closest name. Runs once by itself at the first lookup;
+ * callable again (tests, zap-info). */
+void zap_cfg_warn_unknown(void);
+
 /* Parses text the way the id's row does (for values passed explicitly). */
 zap_status_t zap_cfg_parse_u64(zap_cfg_id_t id, const char *text, uint64_t *value_p);
 #endif

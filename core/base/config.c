@@ -1,0 +1,307 @@
+/* The one settings table. Rows are in zap_cfg_id_t order (config_table.h); a
+ * static assertion keeps the two the same length. Parsers are strict: the
+ * whole value must parse and be in range, or the caller gets
+ * ZAP_ERR_INVALID_PARAM and a log line naming the variable, the value and the
+ * accepted form (the seed silently fell back to defaults). */
+#include "zap/config.h"
+#include "base/config_table.h"
+#include "base/log.h"
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+typedef enum { CFG_SIZE, CFG_UINT, CFG_SECONDS, CFG_CHOICE } cfg_kind_t;
+
+typedef struct {
+    zap_config_entry_t pub;
+    cfg_kind_t kind;
+    const char *choices; /* "a|b|c" for CFG_CHOICE */
+    uint64_t min, max;   /* inclusive range for sizes and integers */
+} cfg_row_t;
+
+#define GiB (1024ull * 1024 * 1024)
+#define MiB (1024ull * 1024)
+
+static const cfg_row_t rows[] = {
+    [ZAP_CFG_LOG_LEVEL] = {{"ZAP_LOG_LEVEL", "warn", "error|warn|info|debug|trace",
+                            "Least severe log level printed to stderr."},
+                           CFG_CHOICE, "error|warn|info|debug|trace", 0, 0},
+    [ZAP_CFG_UMA_POOL_BYTES] = {{"ZAP_UMA_POOL_BYTES", "4294967296", "bytes (K/M/G/T suffix allowed); 0 = unlimited",
+                                 "Budget of a pool: chunks plus cold-path buffers. Allocations beyond it fail "
+                                 "with ZAP_ERR_NO_MEMORY after wholly free chunks are returned. Managed pools "
+                                 "are further capped at the device's free memory."},
+                                CFG_SIZE, NULL, 0, UINT64_MAX},
+    [ZAP_CFG_POOL_BACKEND] = {{"ZAP_POOL_BACKEND", "auto", "auto|managed|pinned|host",
+                               "Pool backing memory. auto: CUDA managed where a CUDA device exists, else "
+                               "page-aligned host memory."},
+                              CFG_CHOICE, "auto|managed|pinned|host", 0, 0},
+    [ZAP_CFG_POOL_CHUNK_BYTES] = {{"ZAP_POOL_CHUNK_BYTES", "8M", "power of two bytes, 2M to 1G",
+                                   "Size of the chunks slabs are carved from; each chunk is registered with "
+                                   "the network once."},
+                                  CFG_SIZE, NULL, 2 * MiB, GiB},
+    [ZAP_CFG_TIMEOUT] = {{"ZAP_TIMEOUT", "30", "seconds, decimal, > 0",
+                          "Deadline of every blocking wait; when it passes the call returns "
+                          "ZAP_ERR_TIMED_OUT naming the peer it waited for."},
+                         CFG_SECONDS, NULL, 0, 0},
+    [ZAP_CFG_INPROC_EAGER_BYTES] = {{"ZAP_INPROC_EAGER_BYTES", "8K", "bytes, 0 to 1M",
+                                     "In-process transport: messages up to this size are copied into a pool "
+                                     "buffer so the send completes at once; larger ones wait for the receive "
+                                     "(rendezvous, no copy)."},
+                                    CFG_SIZE, NULL, 0, MiB},
+    [ZAP_CFG_UCP_STAGING] = {{"ZAP_UCP_STAGING", "auto", "auto|prefetch|none",
+                              "UCX transport and managed buffers: prefetch pages to the host before UCX "
+                              "touches them (auto and prefetch), or let them migrate one fault at a time "
+                              "(none)."},
+                             CFG_CHOICE, "auto|prefetch|none", 0, 0},
+    [ZAP_CFG_ALLREDUCE_ALG] = {{"ZAP_ALLREDUCE_ALG", "auto", "auto|rd|rabenseifner|ring",
+                                "Allreduce algorithm; auto chooses by message size and rank count "
+                                "(zap-info prints the table)."},
+                               CFG_CHOICE, "auto|rd|rabenseifner|ring", 0, 0},
+    [ZAP_CFG_BCAST_ALG] = {{"ZAP_BCAST_ALG", "auto", "auto|binomial|scatter_allgather|chain",
+                            "Broadcast algorithm; auto chooses by message size and rank count."},
+                           CFG_CHOICE, "auto|binomial|scatter_allgather|chain", 0, 0},
+    [ZAP_CFG_COLL_PIPELINE_BYTES] = {{"ZAP_COLL_PIPELINE_BYTES", "256K", "bytes, 4K to 64M",
+                                      "Segment size of pipelined collectives (ring allreduce, chain "
+                                      "broadcast)."},
+                                     CFG_SIZE, NULL, 4096, 64 * MiB},
+    [ZAP_CFG_CHECKSUM] = {{"ZAP_CHECKSUM", "0", "0 or 1",
+                           "1: collective payloads carry a CRC32C per chunk; a corrupted payload is "
+                           "reported with the sending rank."},
+                          CFG_UINT, NULL, 0, 1},
+    [ZAP_CFG_VERIFIER] = {{"ZAP_VERIFIER", "auto", "auto|cpu|gpu",
+                           "Signature verifier: gpu needs a CUDA device; auto uses the GPU for shards of "
+                           "at least ZAP_GPU_MIN_ITEMS items."},
+                          CFG_CHOICE, "auto|cpu|gpu", 0, 0},
+    [ZAP_CFG_VERIFY_THREADS] = {{"ZAP_VERIFY_THREADS", "0", "integer 0 to 1024; 0 = all cores",
+                                 "Threads of the CPU verifier on each rank."},
+                                CFG_UINT, NULL, 0, 1024},
+    [ZAP_CFG_GPU_MIN_ITEMS] = {{"ZAP_GPU_MIN_ITEMS", "4096", "integer",
+                                "With ZAP_VERIFIER=auto, shards smaller than this stay on the CPU (the "
+                                "measured crossover)."},
+                               CFG_UINT, NULL, 0, UINT64_MAX},
+};
+
+_Static_assert(sizeof(rows) / sizeof(rows[0]) == ZAP_CFG_COUNT, "one row per zap_cfg_id_t");
+
+static void warn_unknown_once(void);
+
+size_t zap_config_count(void) { return ZAP_CFG_COUNT; }
+
+const zap_config_entry_t *zap_config_entry(size_t index)
+{
+    return index < ZAP_CFG_COUNT ? &rows[index].pub : NULL;
+}
+
+const char *zap_config_value(size_t index)
+{
+    if (index >= ZAP_CFG_COUNT)
+        return NULL;
+    const char *env = getenv(rows[index].pub.name);
+    return env != NULL ? env : rows[index].pub.default_value;
+}
+
+const char *zap_cfg_name(zap_cfg_id_t id) { return id < ZAP_CFG_COUNT ? rows[id].pub.name : "?"; }
+
+static zap_status_t reject(zap_cfg_id_t id, const char *text)
+{
+    zap_error("config: %s has invalid value '%s' (accepted: %s)", rows[id].pub.name, text,
+              rows[id].pub.accepted);
+    return ZAP_ERR_INVALID_PARAM;
+}
+
+static int parse_size_text(const char *text, int allow_suffix, uint64_t *value_p)
+{
+    const char *p = text;
+    while (isspace((unsigned char)*p))
+        p++;
+    if (!isdigit((unsigned char)*p))
+        return -1; /* rejects "", "-1", "+5", "x" */
+    errno = 0;
+    char *end = NULL;
+    unsigned long long v = strtoull(p, &end, 10);
+    if (errno == ERANGE)
+        return -1;
+    uint64_t mult = 1;
+    if (*end != '\0') {
+        if (!allow_suffix)
+            return -1;
+        static const struct { const char *s; uint64_t m; } suffixes[] = {
+            {"K", 1ull << 10}, {"KiB", 1ull << 10}, {"KB", 1ull << 10}, {"M", 1ull << 20},
+            {"MiB", 1ull << 20}, {"MB", 1ull << 20}, {"G", 1ull << 30}, {"GiB", 1ull << 30},
+            {"GB", 1ull << 30}, {"T", 1ull << 40}, {"TiB", 1ull << 40}, {"TB", 1ull << 40},
+        };
+        mult = 0;
+        for (size_t i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
+            if (strcasecmp(end, suffixes[i].s) == 0)
+                mult = suffixes[i].m;
+        }
+        if (mult == 0)
+            return -1;
+    }
+    if (v != 0 && mult > UINT64_MAX / v)
+        return -1;
+    *value_p = (uint64_t)v * mult;
+    return 0;
+}
+
+zap_status_t zap_cfg_parse_u64(zap_cfg_id_t id, const char *text, uint64_t *value_p)
+{
+    if (id >= ZAP_CFG_COUNT || text == NULL || value_p == NULL)
+        return ZAP_ERR_INVALID_PARAM;
+    const cfg_row_t *row = &rows[id];
+    uint64_t v;
+    if ((row->kind != CFG_SIZE && row->kind != CFG_UINT) ||
+        parse_size_text(text, row->kind == CFG_SIZE, &v) != 0 || v < row->min || v > row->max)
+        return reject(id, text);
+    if (id == ZAP_CFG_POOL_CHUNK_BYTES && (v & (v - 1)) != 0)
+        return reject(id, text);
+    *value_p = v;
+    return ZAP_OK;
+}
+
+static const char *value_text(zap_cfg_id_t id)
+{
+    warn_unknown_once();
+    return zap_config_value(id);
+}
+
+zap_status_t zap_cfg_get_u64(zap_cfg_id_t id, uint64_t *value_p)
+{
+    if (id >= ZAP_CFG_COUNT || value_p == NULL)
+        return ZAP_ERR_INVALID_PARAM;
+    return zap_cfg_parse_u64(id, value_text(id), value_p);
+}
+
+zap_status_t zap_cfg_get_seconds(zap_cfg_id_t id, double *value_p)
+{
+    if (id >= ZAP_CFG_COUNT || value_p == NULL || rows[id].kind != CFG_SECONDS)
+        return ZAP_ERR_INVALID_PARAM;
+    const char *text = value_text(id);
+    const char *p = text;
+    while (isspace((unsigned char)*p))
+        p++;
+    if (!isdigit((unsigned char)*p) && *p != '.')
+        return reject(id, text);
+    errno = 0;
+    char *end = NULL;
+    double v = strtod(p, &end);
+    if (errno != 0 || *end != '\0' || !isfinite(v) || v <= 0.0 || v > 1e7)
+        return reject(id, text);
+    *value_p = v;
+    return ZAP_OK;
+}
+
+zap_status_t zap_cfg_get_choice(zap_cfg_id_t id, int *index_p)
+{
+    if (id >= ZAP_CFG_COUNT || index_p == NULL || rows[id].kind != CFG_CHOICE)
+        return ZAP_ERR_INVALID_PARAM;
+    const char *text = value_text(id);
+    const char *c = rows[id].choices;
+    size_t tlen = strlen(text);
+    for (int idx = 0; c != NULL && *c != '\0'; idx++) {
+        const char *bar = strchr(c, '|');
+        size_t n = bar ? (size_t)(bar - c) : strlen(c);
+        if (n == tlen && strncasecmp(c, text, n) == 0) {
+            *index_p = idx;
+            return ZAP_OK;
+        }
+        c = bar ? bar + 1 : c + n;
+    }
+    return reject(id, text);
+}
+
+zap_status_t zap_config_check(const char **bad_name_p)
+{
+    for (int id = 0; id < ZAP_CFG_COUNT; id++) {
+        zap_status_t st;
+        uint64_t u;
+        double d;
+        int k;
+        switch (rows[id].kind) {
+        case CFG_SIZE:
+        case CFG_UINT: st = zap_cfg_get_u64((zap_cfg_id_t)id, &u); break;
+        case CFG_SECONDS: st = zap_cfg_get_seconds((zap_cfg_id_t)id, &d); break;
+        default: st = zap_cfg_get_choice((zap_cfg_id_t)id, &k); break;
+        }
+        if (st != ZAP_OK) {
+            if (bad_name_p != NULL)
+                *bad_name_p = rows[id].pub.name;
+            return st;
+        }
+    }
+    return ZAP_OK;
+}
+
+/* Levenshtein distance, small strings only (variable names). */
+static size_t edit_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 63 || lb > 63)
+        return 64;
+    size_t prev[64], cur[64];
+    for (size_t j = 0; j <= lb; j++)
+        prev[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        cur[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
+            size_t del = prev[j] + 1, ins = cur[j - 1] + 1;
+            cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+        }
+        memcpy(prev, cur, sizeof(size_t) * (lb + 1));
+    }
+    return prev[lb];
+}
+
+extern char **environ;
+
+/* Names read elsewhere that are not settings of the table (test helpers). */
+static int is_known_extra(const char *name)
+{
+    static const char *const extra[] = {"ZAP_UCX_PLUGIN", "ZAP_TEST_", "ZAP_BENCH_"};
+    for (size_t i = 0; i < sizeof(extra) / sizeof(extra[0]); i++) {
+        if (strncmp(name, extra[i], strlen(extra[i])) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+void zap_cfg_warn_unknown(void)
+{
+    for (char **e = environ; e != NULL && *e != NULL; e++) {
+        if (strncmp(*e, "ZAP_", 4) != 0)
+            continue;
+        char name[128];
+        const char *eq = strchr(*e, '=');
+        size_t n = eq ? (size_t)(eq - *e) : strlen(*e);
+        if (n >= sizeof(name))
+            n = sizeof(name) - 1;
+        memcpy(name, *e, n);
+        name[n] = '\0';
+        if (is_known_extra(name))
+            continue;
+        size_t best = SIZE_MAX;
+        const char *best_name = NULL;
+        int known = 0;
+        for (int id = 0; id < ZAP_CFG_COUNT; id++) {
+            if (strcmp(name, rows[id].pub.name) == 0) {
+                known = 1;
+                break;
+            }
+            size_t d = edit_distance(name, rows[id].pub.name);
+            if (d < best) {
+                best = d;
+                best_name = rows[id].pub.name;
+            }
+        }
+        if (!known)
+            zap_warn("config: unknown variable %s (did you mean %s?)", name, best_name);
+    }
+}
+
+static pthread_once_t unknown_once = PTHREAD_ONCE_INIT;
+static void warn_unknown_once(void) { pthread_once(&unknown_once, zap_cfg_warn_unknown); }

@@ -1,0 +1,205 @@
+/* The contract's entry points: argument checks shared by every backend, then
+ * the backend's ops. The blocking forms are built here from the non-blocking
+ * ones, so every backend gets the same deadline behaviour. */
+#include "transport/transport_impl.h"
+#include "base/log.h"
+#include <string.h>
+
+void zap_transport_base_init(zap_transport_t *t, const zap_transport_ops_t *ops, int rank, int size,
+                             zap_pool_t *pool, bool owns_pool)
+{
+    t->ops = ops;
+    t->rank = rank;
+    t->size = size;
+    t->pool = pool;
+    t->owns_pool = owns_pool;
+    atomic_init(&t->closed, false);
+}
+
+void zap_request_base_init(zap_request_t *req, zap_transport_t *t, zap_request_kind_t kind, int peer, uint64_t tag)
+{
+    req->transport = t;
+    req->kind = kind;
+    req->peer = peer;
+    req->tag = tag;
+    req->received_len = 0;
+    atomic_init(&req->status, (int)ZAP_INPROGRESS);
+}
+
+int zap_transport_rank(const zap_transport_t *t) { return t ? t->rank : -1; }
+int zap_transport_size(const zap_transport_t *t) { return t ? t->size : -1; }
+
+zap_status_t zap_transport_caps(const zap_transport_t *t, zap_transport_caps_t *caps_p)
+{
+    if (t == NULL || caps_p == NULL)
+        return ZAP_ERR_INVALID_PARAM;
+    caps_p->name = t->ops->name;
+    caps_p->flags = t->ops->cap_flags;
+    caps_p->min_latency_us = t->ops->min_latency_us;
+    return ZAP_OK;
+}
+
+static zap_status_t check_post(zap_transport_t *t, int peer, const void *buf, size_t len, zap_request_t **req_p)
+{
+    if (t == NULL || req_p == NULL || (buf == NULL && len > 0))
+        return ZAP_ERR_INVALID_PARAM;
+    if (atomic_load(&t->closed))
+        return ZAP_ERR_CLOSED;
+    if (peer < 0 || peer >= t->size) {
+        zap_error("transport %s: rank %d is not in [0, %d)", t->ops->name, peer, t->size);
+        return ZAP_ERR_NOT_FOUND;
+    }
+    return ZAP_OK;
+}
+
+zap_status_t zap_transport_isend(zap_transport_t *t, int peer, uint64_t tag, const void *buf, size_t len,
+                                 zap_request_t **req_p)
+{
+    zap_status_t st = check_post(t, peer, buf, len, req_p);
+    return st != ZAP_OK ? st : t->ops->isend(t, peer, tag, buf, len, req_p);
+}
+
+zap_status_t zap_transport_irecv(zap_transport_t *t, int peer, uint64_t tag, void *buf, size_t cap,
+                                 zap_request_t **req_p)
+{
+    zap_status_t st = check_post(t, peer, buf, cap, req_p);
+    return st != ZAP_OK ? st : t->ops->irecv(t, peer, tag, buf, cap, req_p);
+}
+
+zap_status_t zap_transport_send(zap_transport_t *t, int peer, uint64_t tag, const void *buf, size_t len)
+{
+    zap_request_t *req = NULL;
+    zap_status_t st = zap_transport_isend(t, peer, tag, buf, len, &req);
+    if (st != ZAP_OK)
+        return st;
+    st = zap_request_wait(req);
+    zap_request_free(req);
+    return st;
+}
+
+zap_status_t zap_transport_recv(zap_transport_t *t, int peer, uint64_t tag, void *buf, size_t cap, size_t *len_p)
+{
+    zap_request_t *req = NULL;
+    zap_status_t st = zap_transport_irecv(t, peer, tag, buf, cap, &req);
+    if (st != ZAP_OK)
+        return st;
+    st = zap_request_wait(req);
+    if (st == ZAP_OK && len_p != NULL)
+        *len_p = req->received_len;
+    zap_request_free(req);
+    return st;
+}
+
+zap_status_t zap_transport_recv_buf(zap_transport_t *t, int peer, uint64_t tag, zap_buf_t *buf_p)
+{
+    zap_request_t *unused = NULL;
+    if (buf_p == NULL)
+        return ZAP_ERR_INVALID_PARAM;
+    zap_status_t st = check_post(t, peer, NULL, 0, &unused);
+    if (st != ZAP_OK)
+        return st;
+    size_t len = 0;
+    double deadline = zap_clock_now() + zap_timeout_seconds();
+    st = t->ops->probe(t, peer, tag, deadline, &len);
+    if (st != ZAP_OK)
+        return st;
+    zap_buf_t buf = {0};
+    if (len > 0) {
+        st = zap_pool_alloc(t->pool, len, &buf);
+        if (st != ZAP_OK)
+            return st;
+    }
+    zap_request_t *req = NULL;
+    st = t->ops->irecv(t, peer, tag, buf.ptr, len, &req);
+    if (st == ZAP_OK) {
+        st = zap_request_wait_until(req, deadline);
+        zap_request_free(req);
+    }
+    if (st != ZAP_OK) {
+        (void)zap_buf_free(&buf);
+        return st;
+    }
+    *buf_p = buf;
+    return ZAP_OK;
+}
+
+zap_status_t zap_transport_alloc(zap_transport_t *t, size_t size, zap_buf_t *buf_p)
+{
+    if (t == NULL)
+        return ZAP_ERR_INVALID_PARAM;
+    if (atomic_load(&t->closed))
+        return ZAP_ERR_CLOSED;
+    return zap_pool_alloc(t->pool, size, buf_p);
+}
+
+zap_pool_t *zap_transport_pool(zap_transport_t *t) { return t ? t->pool : NULL; }
+
+uint64_t zap_transport_pool_bytes(zap_transport_t *t)
+{
+    zap_pool_stats_t s;
+    if (t == NULL || zap_pool_stats(t->pool, &s) != ZAP_OK)
+        return 0;
+    return s.reserved_bytes;
+}
+
+zap_status_t zap_transport_progress(zap_transport_t *t)
+{
+    if (t == NULL)
+        return ZAP_ERR_INVALID_PARAM;
+    if (atomic_load(&t->closed))
+        return ZAP_ERR_CLOSED;
+    return t->ops->progress(t);
+}
+
+void zap_transport_close(zap_transport_t *t)
+{
+    if (t == NULL)
+        return;
+    t->ops->close(t);
+}
+
+zap_status_t zap_request_test(zap_request_t *req, int *done_p)
+{
+    if (req == NULL || done_p == NULL)
+        return ZAP_ERR_INVALID_PARAM;
+    zap_status_t st = req->transport->ops->test(req);
+    *done_p = st != ZAP_INPROGRESS;
+    return st == ZAP_INPROGRESS ? ZAP_OK : st;
+}
+
+zap_status_t zap_request_wait_until(zap_request_t *req, double deadline)
+{
+    if (req == NULL)
+        return ZAP_ERR_INVALID_PARAM;
+    if (deadline <= 0)
+        deadline = zap_clock_now() + zap_timeout_seconds();
+    zap_status_t st = req->transport->ops->wait(req, deadline);
+    if (st == ZAP_ERR_TIMED_OUT)
+        zap_error("transport %s: rank %d timed out after %.1f s waiting for %s peer rank %d (tag 0x%llx)",
+                  req->transport->ops->name, req->transport->rank, zap_timeout_seconds(),
+                  req->kind == ZAP_REQ_SEND ? "a send to" : "a receive from", req->peer,
+                  (unsigned long long)req->tag);
+    return st;
+}
+
+zap_status_t zap_request_wait(zap_request_t *req) { return zap_request_wait_until(req, 0); }
+
+zap_status_t zap_request_received(const zap_request_t *req, size_t *len_p)
+{
+    if (req == NULL || len_p == NULL || req->kind != ZAP_REQ_RECV)
+        return ZAP_ERR_INVALID_PARAM;
+    zap_status_t st = zap_request_status(req);
+    if (st != ZAP_OK)
+        return st;
+    *len_p = req->received_len;
+    return ZAP_OK;
+}
+
+int zap_request_peer(const zap_request_t *req) { return req ? req->peer : -1; }
+
+void zap_request_free(zap_request_t *req)
+{
+    if (req == NULL)
+        return;
+    req->transport->ops->request_free(req);
+}
