@@ -489,8 +489,13 @@ int zap_ucx_plugin_owns(const void *ptr, size_t len)
 }
 
 /* Loading the library registers the component: LD_PRELOAD needs no code in
- * the application. */
+ * the application. ZAP_UCX_PLUGIN_AUTO=0 leaves it to an explicit
+ * zap_ucx_plugin_register() call (a program that links the library). */
 __attribute__((constructor)) static void zap_ucx_plugin_load(void)
 {
+    const char *automatic = getenv("ZAP_UCX_PLUGIN_AUTO");
+    if (automatic != NULL && strcmp(automatic, "0") == 0) {
+        return;
+    }
     (void)zap_ucx_plugin_register();
 }
