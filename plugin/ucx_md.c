@@ -46,6 +46,7 @@ static char zap_ucx_reg_memh;
 static pthread_mutex_t zap_ucx_pool_lock = PTHREAD_MUTEX_INITIALIZER;
 static zap_pool_t *_Atomic zap_ucx_pool;
 static unsigned zap_ucx_pool_users; /* open MDs; guarded by zap_ucx_pool_lock */
+const char *_Atomic zap_ucx_pool_backend;
 
 static const zap_pool_backend_t zap_ucx_backend_values[] = {
     ZAP_POOL_BACKEND_AUTO, ZAP_POOL_BACKEND_MANAGED, ZAP_POOL_BACKEND_PINNED, ZAP_POOL_BACKEND_HOST};
@@ -70,6 +71,7 @@ static zap_status_t zap_ucx_pool_get(const zap_ucx_md_config_t *config)
         status = zap_pool_create(&params, &pool);
         if (status == ZAP_OK) {
             atomic_store(&zap_ucx_pool, pool);
+            atomic_store(&zap_ucx_pool_backend, zap_pool_backend_name(pool));
             zap_info("ucx plugin: pool created (backing %s)", zap_pool_backend_name(pool));
         }
     }

@@ -480,6 +480,7 @@ zap_status_t zap_ucx_plugin_info(zap_ucx_plugin_info_t *info_p)
     info_p->query_hits = atomic_load(&zap_ucx_counters.query_hits);
     info_p->query_misses = atomic_load(&zap_ucx_counters.query_misses);
     info_p->iface_opens = atomic_load(&zap_ucx_counters.iface_opens);
+    info_p->pool_backend = atomic_load(&zap_ucx_pool_backend);
     return ZAP_OK;
 }
 

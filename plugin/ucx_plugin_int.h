@@ -55,6 +55,8 @@ ucs_status_t zap_ucx_md_open(void *component, const char *md_name, const void *c
 ucs_status_t zap_ucx_query_md_resources(void *component, uct_md_resource_desc_t **res_p,
                                         unsigned *num_p);
 int zap_ucx_md_owns(const void *ptr, size_t len);
+/* Backing name of the pool last created (constant string), NULL before. */
+extern const char *_Atomic zap_ucx_pool_backend;
 
 /* Transport (ucx_iface.c). */
 ucs_status_t zap_ucx_tl_query_devices(void *md, zap_ucx_tl_device_t **devices_p, unsigned *num_p);

@@ -49,6 +49,8 @@ typedef struct zap_ucx_plugin_info {
     uint64_t query_hits;     /* mem_query/detect calls on pool memory */
     uint64_t query_misses;   /* ... on memory that is not the pool's (refused) */
     uint64_t iface_opens;    /* transport interfaces UCX opened */
+    const char *pool_backend; /* "managed", "pinned" or "host": backing of the pool
+                                 last created by a memory domain; NULL before */
 } zap_ucx_plugin_info_t;
 
 ZAP_BEGIN_DECLS

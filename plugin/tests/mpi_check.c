@@ -166,11 +166,17 @@ int main(int argc, char **argv)
                "plugin declined on every rank");
         report(info.md_opens == 0, "UCX never opened the zap memory domain");
     }
+    if (pool_bufs && getenv("ZAP_TEST_EXPECT_BACKEND") != NULL) {
+        const char *want = getenv("ZAP_TEST_EXPECT_BACKEND");
+        report(info.pool_backend != NULL && strcmp(info.pool_backend, want) == 0,
+               "pool backing as expected on every rank");
+    }
     printf("rank %d plugin: state %d abi %d reason \"%s\" md_opens %llu iface_opens %llu "
-           "allocs %llu regs %llu\n",
+           "allocs %llu regs %llu pool_backend %s\n",
            rank, (int)info.state, info.abi, info.reason ? info.reason : "-",
            (unsigned long long)info.md_opens, (unsigned long long)info.iface_opens,
-           (unsigned long long)info.allocs, (unsigned long long)info.regs);
+           (unsigned long long)info.allocs, (unsigned long long)info.regs,
+           info.pool_backend ? info.pool_backend : "-");
 
     if (pool_bufs) {
         int i;

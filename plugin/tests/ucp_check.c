@@ -78,12 +78,29 @@ static void print_info(const char *when)
     }
     printf("plugin %s: state %d abi %d ucx %u.%u.%u reason \"%s\" md_opens %llu allocs %llu "
            "alloc_bytes %llu frees %llu regs %llu query_hits %llu query_misses %llu "
-           "iface_opens %llu\n",
+           "iface_opens %llu pool_backend %s\n",
            when, (int)info.state, info.abi, info.ucx_major, info.ucx_minor, info.ucx_release,
            info.reason, (unsigned long long)info.md_opens, (unsigned long long)info.allocs,
            (unsigned long long)info.alloc_bytes, (unsigned long long)info.frees,
            (unsigned long long)info.regs, (unsigned long long)info.query_hits,
-           (unsigned long long)info.query_misses, (unsigned long long)info.iface_opens);
+           (unsigned long long)info.query_misses, (unsigned long long)info.iface_opens,
+           info.pool_backend ? info.pool_backend : "-");
+}
+
+/* ZAP_TEST_EXPECT_BACKEND=managed (GPU machine): the pool behind the MD must
+ * have that backing. Checked after the first allocation. */
+static void check_backend(void)
+{
+    const char *want = getenv("ZAP_TEST_EXPECT_BACKEND");
+    zap_ucx_plugin_info_t info;
+    char why[120];
+    if (want == NULL || want[0] == '\0') {
+        return;
+    }
+    plugin_info(&info);
+    snprintf(why, sizeof(why), "pool backing is %s", info.pool_backend ? info.pool_backend : "none");
+    report(info.pool_backend != NULL && strcmp(info.pool_backend, want) == 0, "pool backing as expected",
+           why);
 }
 
 static void check_state(expect_t expect)
@@ -293,6 +310,7 @@ static int run_alloc(expect_t expect)
         snprintf(why, sizeof(why), "plugin mem_alloc calls %llu -> %llu",
                  (unsigned long long)before.allocs, (unsigned long long)after.allocs);
         report(after.allocs >= before.allocs + 11, "allocations served by the plugin's mem_alloc", why);
+        check_backend();
         if (keep_ptr != NULL) {
             check_uct_query(keep_ptr, 8);
         }
@@ -427,6 +445,7 @@ static int run_tag(expect_t expect)
     if (expect == EXPECT_POOL) {
         report(plugin_owns(sbuf, CHECK_MAX_SIZE) && plugin_owns(rbuf, CHECK_MAX_SIZE),
                "send and receive buffers are pool memory", "ucp_mem_map did not use the pool");
+        check_backend();
     } else {
         report(!plugin_owns(sbuf, CHECK_MAX_SIZE) && !plugin_owns(rbuf, CHECK_MAX_SIZE),
                "buffers come from UCX's own allocators", "pool memory although the plugin is off");
