@@ -25,6 +25,12 @@ export ZAP_TEST_UCX_INFO="$(command -v ucx_info || true)"
 # must be found wherever the build directory now lies.
 export LD_LIBRARY_PATH="$build/plugin:/usr/local/cuda/lib64:/usr/local/cuda/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
+# Short per-command deadline: the whole script must fit a few minutes of device
+# time, and a hang must cost one check, not the run.
+export ZAP_TEST_TIMEOUT="${ZAP_TEST_TIMEOUT:-45}"
+: >"$logs/summary.txt"
+say() { echo "$*" | tee -a "$logs/summary.txt"; }
+
 npass=0
 nfail=0
 check() { # check NAME [VAR=value...] -- TEST
@@ -39,13 +45,13 @@ check() { # check NAME [VAR=value...] -- TEST
     # shellcheck disable=SC2086
     if env $vars sh "$here/plugin_test.sh" "$1" >"$logs/$name.log" 2>&1; then
         if grep -q '^SKIP' "$logs/$name.log"; then
-            echo "SKIP $name: $(grep '^SKIP' "$logs/$name.log")"
+            say "SKIP $name: $(grep '^SKIP' "$logs/$name.log")"
         else
-            echo "PASS $name"
+            say "PASS $name"
             npass=$((npass + 1))
         fi
     else
-        echo "FAIL $name: $(tail -n 1 "$logs/$name.log")"
+        say "FAIL $name: $(tail -n 1 "$logs/$name.log")"
         nfail=$((nfail + 1))
     fi
 }
@@ -77,13 +83,13 @@ check() { # check NAME [VAR=value...] -- TEST
 
 # What UCP sees with the plugin preloaded (the GPU machine has no ucx_info).
 env LD_PRELOAD="$ZAP_TEST_PLUGIN_LIB" UCX_ZAP_BACKEND=managed ZAP_LOG_LEVEL=info \
-    timeout 120 "$ZAP_TEST_UCP_CHECK" info >"$logs/ucp_context_info.log" 2>&1
+    timeout "$ZAP_TEST_TIMEOUT" "$ZAP_TEST_UCP_CHECK" info >"$logs/ucp_context_info.log" 2>&1
 if grep -q 'state 1 abi 116' "$logs/ucp_context_info.log" &&
     grep -q 'zap/pool' "$logs/ucp_context_info.log"; then
-    echo "PASS ucp_context_print_info lists md zap and resource zap/pool (1.16 layout)"
+    say "PASS ucp_context_print_info lists md zap and resource zap/pool (1.16 layout)"
     npass=$((npass + 1))
 else
-    echo "FAIL ucp_context_print_info: see $logs/ucp_context_info.log"
+    say "FAIL ucp_context_print_info: see $logs/ucp_context_info.log"
     nfail=$((nfail + 1))
 fi
 
@@ -105,5 +111,5 @@ for t in ucp_alloc_served_by_pool ucp_tag_8B_to_8MiB_pool_memory mpi_sendrecv_al
     check "host.$t" UCX_ZAP_BACKEND=host ZAP_TEST_EXPECT_BACKEND=host -- "$t"
 done
 
-echo "SUMMARY pass $npass fail $nfail (logs in $logs)"
+say "SUMMARY pass $npass fail $nfail (logs in $logs)"
 [ "$nfail" -eq 0 ]
