@@ -1,0 +1,697 @@
+/* The UCX transport: the contract of zap/transport.h over UCP tagged messages.
+ *
+ * One UCP context and worker per transport, one lock around every call into
+ * the worker (serialised thread mode), one endpoint per peer created at the
+ * first send to or receive from it. A receive needs the endpoint too: it is
+ * what lets UCX notice that the peer died (peer error handling), which fails
+ * the receives posted from that peer instead of leaving them to the timeout.
+ *
+ * Tags: ucp_tag.h. Each zap request wraps the UCX request while it is pending;
+ * UCX calls back (inside ucp_worker_progress, so under the lock) with the
+ * status, and the callback frees the UCX request and completes the zap one.
+ * A request freed by its owner while UCX still holds it (a send nobody
+ * receives) is orphaned: its completion callback returns it to the free list.
+ *
+ * Memory: each pool chunk is registered once (pool hooks, ucp_mem_map) and the
+ * memh is passed with every send and receive in pool memory at or above
+ * MEMH_MIN_BYTES, so UCX's zero-copy and rendezvous paths never register pool
+ * memory again; below that size UCX copies eagerly and never looks at a memh,
+ * and the lookup is skipped (one pool mutex less on the latency path). Managed
+ * chunks are registered as host memory, which is what UCX without CUDA sees;
+ * with ZAP_UCP_STAGING auto or prefetch their pages are moved to the host
+ * before UCX touches them.
+ *
+ * Lifetime: close tears down UCX but the struct lives until the last request
+ * the caller holds is freed, since requests point at it. */
+#include "zap/ucp.h"
+#include "transport/transport_impl.h"
+#include "transport/ucp_tag.h"
+#include "transport/ucp_worker.h"
+#include "pool/backing.h"
+#include "base/config_table.h"
+#include "base/log.h"
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Below this many bytes the pool lookup is skipped for host and pinned
+ * pools: UCX sends such messages by eager copy (measured thresholds: 8256 B on
+ * shared memory, 8 KiB on TCP) and ignores the memh. */
+#define MEMH_MIN_BYTES 8192
+#define REQ_BLOCK 64
+
+typedef struct ucp_transport ucp_transport_t;
+
+typedef struct ucp_peer {
+    ucp_transport_t *t;
+    int rank;
+    ucp_ep_h ep;
+    int failed;          /* set by UCX's error callback */
+    int failure_handled; /* endpoint closed, its receives failed */
+} ucp_peer_t;
+
+typedef struct ucp_req {
+    zap_request_t base;
+    void *ucx;                   /* UCX's request while pending, else NULL */
+    zap_status_t cancel_status;  /* reported when UCX says "canceled" because we asked */
+    int orphaned;                /* freed by its owner while still pending */
+    int listed;                  /* on the pending list */
+    size_t cap;                  /* receive capacity, for the truncation message */
+    struct ucp_req *prev, *next; /* pending list; next doubles as free link */
+    ucp_tag_recv_info_t info;    /* receive completed at once */
+} ucp_req_t;
+
+struct ucp_transport {
+    zap_transport_t base;
+    zap_ucp_worker_t w;
+    pthread_mutex_t lock;
+    ucp_peer_t *peers;
+    int failures_pending;
+    int hook_slot; /* -1: hooks not installed */
+    int staging;   /* prefetch managed memory to the host first */
+    zap_mem_kind_t pool_kind;
+    ucp_req_t pending; /* sentinel of requests UCX holds */
+    ucp_req_t *free_reqs;
+    void **blocks;
+    size_t nblocks, cap_blocks;
+    size_t live_reqs; /* handed out and not yet back on the free list */
+    int torn_down;    /* UCX resources released by close */
+};
+
+static const zap_transport_ops_t ucp_ops;
+
+static ucp_transport_t *ucp_of(zap_transport_t *t) { return (ucp_transport_t *)t; }
+
+/* ---- requests (lock held) --------------------------------------------- */
+
+static ucp_req_t *req_get(ucp_transport_t *u)
+{
+    if (u->free_reqs == NULL) {
+        if (u->nblocks == u->cap_blocks) {
+            size_t cap = u->cap_blocks ? u->cap_blocks * 2 : 16;
+            void **b = realloc(u->blocks, cap * sizeof(void *));
+            if (b == NULL)
+                return NULL;
+            u->blocks = b;
+            u->cap_blocks = cap;
+        }
+        ucp_req_t *blk = calloc(REQ_BLOCK, sizeof(ucp_req_t));
+        if (blk == NULL)
+            return NULL;
+        u->blocks[u->nblocks++] = blk;
+        for (int i = 0; i < REQ_BLOCK; i++) {
+            blk[i].next = u->free_reqs;
+            u->free_reqs = &blk[i];
+        }
+    }
+    ucp_req_t *r = u->free_reqs;
+    u->free_reqs = r->next;
+    memset(r, 0, sizeof(*r));
+    u->live_reqs++;
+    return r;
+}
+
+static void req_put(ucp_transport_t *u, ucp_req_t *r)
+{
+    r->next = u->free_reqs;
+    u->free_reqs = r;
+    u->live_reqs--;
+}
+
+static void list_add(ucp_transport_t *u, ucp_req_t *r)
+{
+    r->prev = u->pending.prev;
+    r->next = &u->pending;
+    u->pending.prev->next = r;
+    u->pending.prev = r;
+    r->listed = 1;
+}
+
+static void list_del(ucp_req_t *r)
+{
+    if (!r->listed)
+        return;
+    r->prev->next = r->next;
+    r->next->prev = r->prev;
+    r->prev = r->next = NULL;
+    r->listed = 0;
+}
+
+/* ---- completion (inside ucp_worker_progress, lock held) ----------------- */
+
+static void finish(ucp_req_t *r, ucs_status_t s, size_t len)
+{
+    ucp_transport_t *u = ucp_of(r->base.transport);
+    zap_status_t st;
+    if (s == UCS_OK) {
+        st = ZAP_OK;
+        r->base.received_len = len;
+    } else if (s == UCS_ERR_CANCELED && r->cancel_status != ZAP_OK) {
+        st = r->cancel_status;
+    } else {
+        st = zap_ucp_status(s);
+        if (st == ZAP_ERR_TRUNCATED)
+            zap_error("ucp: rank %d: message of %zu bytes from rank %d (tag 0x%llx) exceeds the %zu-byte "
+                      "receive buffer",
+                      u->base.rank, len, r->base.peer, (unsigned long long)r->base.tag, r->cap);
+        else if (st == ZAP_ERR_CANCELED && u->peers[r->base.peer].failed)
+            st = ZAP_ERR_PEER_FAILED;
+        else if (st != ZAP_ERR_PEER_FAILED && st != ZAP_ERR_CANCELED)
+            zap_error("ucp: rank %d: %s rank %d (tag 0x%llx) failed: %s", u->base.rank,
+                      r->base.kind == ZAP_REQ_SEND ? "send to" : "receive from", r->base.peer,
+                      (unsigned long long)r->base.tag, ucs_status_string(s));
+    }
+    list_del(r);
+    r->ucx = NULL;
+    if (r->orphaned)
+        req_put(u, r);
+    else
+        zap_request_complete(&r->base, st);
+}
+
+static void send_cb(void *request, ucs_status_t s, void *user_data)
+{
+    ucp_request_free(request);
+    finish(user_data, s, 0);
+}
+
+static void recv_cb(void *request, ucs_status_t s, const ucp_tag_recv_info_t *info, void *user_data)
+{
+    ucp_request_free(request);
+    finish(user_data, s, info != NULL ? info->length : 0);
+}
+
+static void peer_error_cb(void *arg, ucp_ep_h ep, ucs_status_t s)
+{
+    ucp_peer_t *p = arg;
+    (void)ep;
+    if (p->failed)
+        return;
+    p->failed = 1;
+    p->t->failures_pending = 1;
+    zap_error("ucp: rank %d: peer rank %d failed: %s", p->t->base.rank, p->rank, ucs_status_string(s));
+}
+
+/* After progress: closes the endpoints of failed peers and fails the
+ * receives posted from them (UCX fails only what is queued on an endpoint;
+ * tag receives belong to the worker). */
+static void handle_failures(ucp_transport_t *u)
+{
+    if (!u->failures_pending)
+        return;
+    u->failures_pending = 0;
+    for (int i = 0; i < u->base.size; i++) {
+        ucp_peer_t *p = &u->peers[i];
+        if (!p->failed || p->failure_handled)
+            continue;
+        p->failure_handled = 1;
+        if (p->ep != NULL) {
+            ucp_request_param_t cp = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS, .flags = UCP_EP_CLOSE_FLAG_FORCE};
+            ucs_status_ptr_t cr = ucp_ep_close_nbx(p->ep, &cp);
+            if (UCS_PTR_IS_PTR(cr))
+                ucp_request_free(cr); /* completes in the background */
+            p->ep = NULL;
+        }
+    }
+    for (ucp_req_t *r = u->pending.next, *n; r != &u->pending; r = n) {
+        n = r->next;
+        if (r->base.kind == ZAP_REQ_RECV && u->peers[r->base.peer].failed && r->ucx != NULL) {
+            r->cancel_status = ZAP_ERR_PEER_FAILED;
+            ucp_request_cancel(u->w.worker, r->ucx);
+        }
+    }
+}
+
+static void progress_locked(ucp_transport_t *u)
+{
+    ucp_worker_progress(u->w.worker);
+    handle_failures(u);
+}
+
+/* ---- posting ------------------------------------------------------------ */
+
+static zap_status_t peer_ep(ucp_transport_t *u, int peer, ucp_ep_h *ep_p)
+{
+    ucp_peer_t *p = &u->peers[peer];
+    if (p->failed) {
+        zap_error("ucp: rank %d: cannot post to or from rank %d: it failed earlier", u->base.rank, peer);
+        return ZAP_ERR_PEER_FAILED;
+    }
+    if (p->ep == NULL) {
+        zap_status_t st = zap_ucp_ep_create(&u->w, peer, peer_error_cb, p, &p->ep);
+        if (st != ZAP_OK)
+            return st;
+    }
+    *ep_p = p->ep;
+    return ZAP_OK;
+}
+
+/* Fills in the memh and memory type for pool memory (and stages managed
+ * pages to the host). Ordinary memory is left for UCX to detect. */
+static zap_status_t mem_params(ucp_transport_t *u, const void *buf, size_t len, ucp_request_param_t *p)
+{
+    if (len == 0 || (u->pool_kind != ZAP_MEM_MANAGED && len < MEMH_MIN_BYTES))
+        return ZAP_OK;
+    zap_pool_region_t reg;
+    if (zap_pool_lookup(u->base.pool, buf, len, u->hook_slot, &reg) != ZAP_OK)
+        return ZAP_OK;
+    if (reg.kind == ZAP_MEM_MANAGED && u->staging) {
+        zap_status_t st = zap_cuda_prefetch_host_sync(buf, len);
+        if (st != ZAP_OK)
+            return st;
+    }
+    if (reg.cookie != NULL && len >= MEMH_MIN_BYTES) {
+        p->op_attr_mask |= UCP_OP_ATTR_FIELD_MEMH | UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+        p->memh = reg.cookie;
+        p->memory_type = UCS_MEMORY_TYPE_HOST;
+    }
+    return ZAP_OK;
+}
+
+static zap_status_t ucp_isend(zap_transport_t *t, int peer, uint64_t tag, const void *buf, size_t len,
+                              zap_request_t **req_p)
+{
+    ucp_transport_t *u = ucp_of(t);
+    ucp_request_param_t p;
+    p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    p.cb.send = send_cb;
+    zap_status_t st = mem_params(u, buf, len, &p);
+    if (st != ZAP_OK)
+        return st;
+    ucp_ep_h ep = NULL;
+    pthread_mutex_lock(&u->lock);
+    st = peer_ep(u, peer, &ep);
+    ucp_req_t *r = st == ZAP_OK ? req_get(u) : NULL;
+    if (st == ZAP_OK && r == NULL)
+        st = ZAP_ERR_NO_MEMORY;
+    if (st != ZAP_OK) {
+        pthread_mutex_unlock(&u->lock);
+        return st;
+    }
+    zap_request_base_init(&r->base, t, ZAP_REQ_SEND, peer, tag);
+    p.user_data = r;
+    ucs_status_ptr_t sp = ucp_tag_send_nbx(ep, buf, len, zap_ucp_tag(t->rank, tag), &p);
+    if (UCS_PTR_IS_PTR(sp)) {
+        r->ucx = sp;
+        list_add(u, r);
+    } else if (UCS_PTR_STATUS(sp) == UCS_OK) {
+        zap_request_complete(&r->base, ZAP_OK);
+    } else {
+        ucs_status_t s = UCS_PTR_STATUS(sp);
+        st = zap_ucp_status(s);
+        zap_error("ucp: rank %d: send of %zu bytes to rank %d (tag 0x%llx) failed: %s", t->rank, len, peer,
+                  (unsigned long long)tag, ucs_status_string(s));
+        req_put(u, r);
+        pthread_mutex_unlock(&u->lock);
+        return st;
+    }
+    pthread_mutex_unlock(&u->lock);
+    *req_p = &r->base;
+    return ZAP_OK;
+}
+
+static zap_status_t ucp_irecv(zap_transport_t *t, int peer, uint64_t tag, void *buf, size_t cap,
+                              zap_request_t **req_p)
+{
+    ucp_transport_t *u = ucp_of(t);
+    ucp_request_param_t p;
+    p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_RECV_INFO;
+    p.cb.recv = recv_cb;
+    zap_status_t st = mem_params(u, buf, cap, &p);
+    if (st != ZAP_OK)
+        return st;
+    ucp_ep_h ep = NULL;
+    pthread_mutex_lock(&u->lock);
+    st = peer_ep(u, peer, &ep);
+    ucp_req_t *r = st == ZAP_OK ? req_get(u) : NULL;
+    if (st == ZAP_OK && r == NULL)
+        st = ZAP_ERR_NO_MEMORY;
+    if (st != ZAP_OK) {
+        pthread_mutex_unlock(&u->lock);
+        return st;
+    }
+    zap_request_base_init(&r->base, t, ZAP_REQ_RECV, peer, tag);
+    r->cap = cap;
+    p.user_data = r;
+    p.recv_info.tag_info = &r->info;
+    ucs_status_ptr_t sp =
+        ucp_tag_recv_nbx(u->w.worker, buf, cap, zap_ucp_tag(peer, tag), ZAP_UCP_MATCH_ALL, &p);
+    if (UCS_PTR_IS_PTR(sp)) {
+        r->ucx = sp;
+        list_add(u, r);
+    } else {
+        /* Completed at once (the message was waiting): same path as the
+         * callback, including the truncation message. */
+        finish(r, UCS_PTR_STATUS(sp), r->info.length);
+    }
+    pthread_mutex_unlock(&u->lock);
+    *req_p = &r->base;
+    return ZAP_OK;
+}
+
+static zap_status_t ucp_probe(zap_transport_t *t, int peer, uint64_t tag, double deadline, size_t *len_p)
+{
+    ucp_transport_t *u = ucp_of(t);
+    ucp_ep_h ep = NULL;
+    ucp_tag_recv_info_t info;
+    zap_status_t st = ZAP_OK;
+    unsigned n = 0;
+    pthread_mutex_lock(&u->lock);
+    st = peer_ep(u, peer, &ep);
+    while (st == ZAP_OK) {
+        if (ucp_tag_probe_nb(u->w.worker, zap_ucp_tag(peer, tag), ZAP_UCP_MATCH_ALL, 0, &info) != NULL) {
+            *len_p = info.length;
+            break;
+        }
+        progress_locked(u);
+        if (u->peers[peer].failed) {
+            st = ZAP_ERR_PEER_FAILED;
+        } else if ((++n & 63) == 0 && zap_clock_now() > deadline) {
+            zap_error("ucp: rank %d timed out after %.1f s waiting for a message from rank %d (tag 0x%llx)",
+                      t->rank, zap_timeout_seconds(), peer, (unsigned long long)tag);
+            st = ZAP_ERR_TIMED_OUT;
+        } else if ((n & 63) == 0) {
+            /* Let other threads at the worker now and then. */
+            pthread_mutex_unlock(&u->lock);
+            pthread_mutex_lock(&u->lock);
+        }
+    }
+    pthread_mutex_unlock(&u->lock);
+    return st;
+}
+
+static zap_status_t ucp_progress(zap_transport_t *t)
+{
+    ucp_transport_t *u = ucp_of(t);
+    pthread_mutex_lock(&u->lock);
+    if (!u->torn_down)
+        progress_locked(u);
+    pthread_mutex_unlock(&u->lock);
+    return ZAP_OK;
+}
+
+static zap_status_t ucp_test(zap_request_t *req)
+{
+    zap_status_t st = zap_request_status(req);
+    if (st != ZAP_INPROGRESS)
+        return st;
+    ucp_transport_t *u = ucp_of(req->transport);
+    pthread_mutex_lock(&u->lock);
+    if (!u->torn_down)
+        progress_locked(u);
+    pthread_mutex_unlock(&u->lock);
+    return zap_request_status(req);
+}
+
+static zap_status_t ucp_wait(zap_request_t *req, double deadline)
+{
+    ucp_transport_t *u = ucp_of(req->transport);
+    unsigned n = 0;
+    zap_status_t st;
+    while ((st = zap_request_status(req)) == ZAP_INPROGRESS) {
+        pthread_mutex_lock(&u->lock);
+        if (!u->torn_down)
+            progress_locked(u);
+        pthread_mutex_unlock(&u->lock);
+        if ((++n & 31) == 0 && zap_clock_now() > deadline) {
+            st = zap_request_status(req);
+            return st == ZAP_INPROGRESS ? ZAP_ERR_TIMED_OUT : st;
+        }
+    }
+    return st;
+}
+
+static void transport_free(ucp_transport_t *u);
+
+static void ucp_request_free_op(zap_request_t *req)
+{
+    ucp_transport_t *u = ucp_of(req->transport);
+    ucp_req_t *r = (ucp_req_t *)req;
+    pthread_mutex_lock(&u->lock);
+    if (u->torn_down)
+        r->ucx = NULL;
+    if (r->ucx != NULL && req->kind == ZAP_REQ_RECV) {
+        /* Unmatched receives cancel at once; one whose data is arriving
+         * finishes first (below). */
+        r->cancel_status = ZAP_ERR_CANCELED;
+        ucp_request_cancel(u->w.worker, r->ucx);
+    }
+    if (r->ucx != NULL) {
+        /* UCX cannot cancel a send: progress until the peer takes it, for at
+         * most ZAP_TIMEOUT, then leave it to finish in the background. */
+        double deadline = zap_clock_now() + zap_timeout_seconds();
+        unsigned n = 0;
+        while (r->ucx != NULL && !((++n & 63) == 0 && zap_clock_now() > deadline))
+            progress_locked(u);
+        if (r->ucx != NULL) {
+            zap_warn("ucp: rank %d: freed a pending %s rank %d (tag 0x%llx) that UCX could not cancel; its "
+                     "buffer stays in use until the peer takes it",
+                     u->base.rank, req->kind == ZAP_REQ_SEND ? "send to" : "receive from", req->peer,
+                     (unsigned long long)req->tag);
+            r->orphaned = 1;
+            pthread_mutex_unlock(&u->lock);
+            return;
+        }
+    }
+    req_put(u, r);
+    int last = u->torn_down && u->live_reqs == 0;
+    pthread_mutex_unlock(&u->lock);
+    if (last)
+        transport_free(u);
+}
+
+/* ---- pool registration ------------------------------------------------- */
+
+static zap_status_t hook_add(void *ctx, void *base, size_t len, zap_mem_kind_t kind, void **cookie_p)
+{
+    ucp_transport_t *u = ctx;
+    (void)kind; /* every pool kind is host memory to UCX (see the file comment) */
+    ucp_mem_map_params_t mp;
+    memset(&mp, 0, sizeof(mp));
+    mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH |
+                    UCP_MEM_MAP_PARAM_FIELD_MEMORY_TYPE;
+    mp.address = base;
+    mp.length = len;
+    mp.memory_type = UCS_MEMORY_TYPE_HOST;
+    ucp_mem_h memh = NULL;
+    ucs_status_t s = ucp_mem_map(u->w.context, &mp, &memh);
+    if (s != UCS_OK) {
+        zap_error("ucp: rank %d: ucp_mem_map of a %zu-byte pool chunk at %p failed: %s", u->base.rank, len, base,
+                  ucs_status_string(s));
+        return ZAP_ERR_TRANSPORT;
+    }
+    *cookie_p = memh;
+    return ZAP_OK;
+}
+
+static void hook_remove(void *ctx, void *base, size_t len, void *cookie)
+{
+    ucp_transport_t *u = ctx;
+    ucs_status_t s = ucp_mem_unmap(u->w.context, cookie);
+    if (s != UCS_OK)
+        zap_error("ucp: rank %d: ucp_mem_unmap of the %zu-byte pool chunk at %p failed: %s", u->base.rank, len,
+                  base, ucs_status_string(s));
+}
+
+/* ---- close -------------------------------------------------------------- */
+
+static int any_peer_failed(ucp_transport_t *u)
+{
+    for (int i = 0; i < u->base.size; i++)
+        if (u->peers[i].failed)
+            return 1;
+    return 0;
+}
+
+/* Flushes what this rank sent and waits (progressing, so that peers' flushes
+ * complete too) until every rank has: after that no message is in flight and
+ * endpoints can go. Skipped when a peer is known dead: the barrier could not
+ * complete. Bounded by ZAP_TIMEOUT. */
+static void quiesce(ucp_transport_t *u, double deadline)
+{
+    ucp_request_param_t fp = {.op_attr_mask = 0};
+    ucs_status_t s = zap_ucp_wait_ptr(u->w.worker, ucp_worker_flush_nbx(u->w.worker, &fp), deadline);
+    if (s != UCS_OK && !any_peer_failed(u))
+        zap_warn("ucp: rank %d: flushing the worker at close failed: %s", u->base.rank, ucs_status_string(s));
+    handle_failures(u);
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (finalized || any_peer_failed(u))
+        return;
+    MPI_Request barrier;
+    if (MPI_Ibarrier(u->w.comm, &barrier) != MPI_SUCCESS)
+        return;
+    int done = 0;
+    while (!done) {
+        progress_locked(u);
+        MPI_Test(&barrier, &done, MPI_STATUS_IGNORE);
+        if (!done && (zap_clock_now() > deadline || any_peer_failed(u))) {
+            zap_warn("ucp: rank %d: not every rank reached close within %.1f s; closing anyway", u->base.rank,
+                     zap_timeout_seconds());
+            /* The barrier request is left behind (MPI forbids freeing a
+             * pending collective), and so is the communicator it uses. */
+            u->w.comm = MPI_COMM_NULL;
+            return;
+        }
+    }
+}
+
+static void ucp_close(zap_transport_t *t)
+{
+    ucp_transport_t *u = ucp_of(t);
+    if (atomic_exchange(&t->closed, true))
+        return;
+    pthread_mutex_lock(&u->lock);
+    double deadline = zap_clock_now() + zap_timeout_seconds();
+    quiesce(u, deadline);
+    /* Pending receives are cancelled; pending sends end with their
+     * endpoints, which UCX completes as cancelled. */
+    for (ucp_req_t *r = u->pending.next, *n; r != &u->pending; r = n) {
+        n = r->next;
+        if (r->base.kind == ZAP_REQ_RECV) {
+            r->cancel_status = ZAP_ERR_CANCELED;
+            ucp_request_cancel(u->w.worker, r->ucx);
+        }
+    }
+    for (int i = 0; i < t->size; i++) {
+        ucp_peer_t *p = &u->peers[i];
+        if (p->ep == NULL)
+            continue;
+        ucp_request_param_t cp = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS, .flags = UCP_EP_CLOSE_FLAG_FORCE};
+        (void)zap_ucp_wait_ptr(u->w.worker, ucp_ep_close_nbx(p->ep, &cp), deadline);
+        p->ep = NULL;
+    }
+    /* Orphans and anything UCX still holds are finished now: what is left
+     * pending after this is completed by hand. */
+    for (int i = 0; i < 16; i++)
+        ucp_worker_progress(u->w.worker);
+    for (ucp_req_t *r = u->pending.next, *n; r != &u->pending; r = n) {
+        n = r->next;
+        list_del(r);
+        r->ucx = NULL; /* UCX's request goes with the worker */
+        if (r->orphaned)
+            req_put(u, r);
+        else
+            zap_request_complete(&r->base, ZAP_ERR_CANCELED);
+    }
+    if (u->hook_slot >= 0)
+        (void)zap_pool_hooks_remove(t->pool, u->hook_slot);
+    u->hook_slot = -1;
+    zap_ucp_worker_cleanup(&u->w);
+    u->torn_down = 1;
+    if (t->owns_pool && zap_pool_destroy(t->pool) != ZAP_OK)
+        zap_error("ucp: rank %d: the transport's pool still has buffers out at close; left in place", t->rank);
+    int last = u->live_reqs == 0;
+    pthread_mutex_unlock(&u->lock);
+    if (last)
+        transport_free(u);
+}
+
+static void transport_free(ucp_transport_t *u)
+{
+    for (size_t i = 0; i < u->nblocks; i++)
+        free(u->blocks[i]);
+    free(u->blocks);
+    free(u->peers);
+    pthread_mutex_destroy(&u->lock);
+    free(u);
+}
+
+static const zap_transport_ops_t ucp_ops = {
+    .name = "ucp",
+    .cap_flags = ZAP_CAP_ZERO_COPY | ZAP_CAP_MULTI_NODE,
+    .min_latency_us = 2.0,
+    .isend = ucp_isend,
+    .irecv = ucp_irecv,
+    .probe = ucp_probe,
+    .progress = ucp_progress,
+    .test = ucp_test,
+    .wait = ucp_wait,
+    .request_free = ucp_request_free_op,
+    .close = ucp_close,
+};
+
+/* ---- create ------------------------------------------------------------- */
+
+zap_status_t zap_ucp_transport_create(MPI_Comm comm, zap_pool_t *pool, zap_transport_t **t_p)
+{
+    if (t_p == NULL)
+        return ZAP_ERR_INVALID_PARAM;
+    int staging = 0;
+    double timeout = 0;
+    zap_status_t st = zap_cfg_get_choice(ZAP_CFG_UCP_STAGING, &staging);
+    if (st == ZAP_OK)
+        st = zap_cfg_get_seconds(ZAP_CFG_TIMEOUT, &timeout);
+    /* Settings are per process but every rank reads the same environment
+     * under mpirun; a rank that fails here fails the agreement below. */
+    ucp_transport_t *u = calloc(1, sizeof(*u));
+    if (st == ZAP_OK && u == NULL)
+        st = ZAP_ERR_NO_MEMORY;
+    int inited = 0;
+    MPI_Initialized(&inited);
+    if (!inited) {
+        zap_error("ucp: MPI must be initialised to bootstrap the UCX transport");
+        free(u);
+        return ZAP_ERR_INVALID_PARAM;
+    }
+    int size = 0;
+    MPI_Comm_size(comm, &size);
+    if (size > (1 << ZAP_UCP_RANK_BITS)) {
+        zap_error("ucp: %d ranks: the UCX transport's tags carry at most %d", size, 1 << ZAP_UCP_RANK_BITS);
+        st = ZAP_ERR_INVALID_PARAM;
+    }
+    int mine = (int)st, all = 0;
+    if (MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS)
+        all = ZAP_ERR_TRANSPORT;
+    if (all != ZAP_OK) {
+        free(u);
+        return (zap_status_t)all;
+    }
+    st = zap_ucp_worker_init(&u->w, comm);
+    if (st != ZAP_OK) {
+        free(u);
+        return st;
+    }
+    zap_log_set_rank(u->w.rank);
+    u->staging = staging != 2; /* auto|prefetch|none */
+    u->hook_slot = -1;
+    u->pending.next = u->pending.prev = &u->pending;
+    pthread_mutex_init(&u->lock, NULL);
+    u->peers = calloc((size_t)u->w.size, sizeof(ucp_peer_t));
+    bool owns_pool = false;
+    if (u->peers == NULL)
+        st = ZAP_ERR_NO_MEMORY;
+    if (st == ZAP_OK && pool == NULL) {
+        zap_pool_params_t pp = {.backend = ZAP_POOL_BACKEND_ENV, .device = -1, .name = "ucp"};
+        st = zap_pool_create(&pp, &pool);
+        owns_pool = st == ZAP_OK;
+    }
+    if (st == ZAP_OK) {
+        zap_pool_hooks_t hooks = {.on_add = hook_add, .on_remove = hook_remove, .ctx = u};
+        st = zap_pool_hooks_add(pool, &hooks, &u->hook_slot);
+        if (st != ZAP_OK)
+            u->hook_slot = -1;
+    }
+    mine = (int)st;
+    if (MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, u->w.comm) != MPI_SUCCESS)
+        all = ZAP_ERR_TRANSPORT;
+    if (all != ZAP_OK) {
+        if (u->hook_slot >= 0)
+            (void)zap_pool_hooks_remove(pool, u->hook_slot);
+        if (owns_pool)
+            (void)zap_pool_destroy(pool);
+        zap_ucp_worker_cleanup(&u->w);
+        free(u->peers);
+        pthread_mutex_destroy(&u->lock);
+        free(u);
+        return (zap_status_t)all;
+    }
+    for (int i = 0; i < u->w.size; i++) {
+        u->peers[i].t = u;
+        u->peers[i].rank = i;
+    }
+    u->pool_kind = zap_pool_kind(pool);
+    zap_transport_base_init(&u->base, &ucp_ops, u->w.rank, u->w.size, pool, owns_pool);
+    *t_p = &u->base;
+    return ZAP_OK;
+}

@@ -1,0 +1,215 @@
+/* UCP context, worker and address exchange for one rank (see ucp_worker.h).
+ *
+ * The bootstrap must never leave some ranks waiting in a collective that
+ * others skipped: every step that can fail locally is followed by an
+ * MPI_Allreduce of the statuses, and only when all ranks succeeded do they go
+ * on to the next collective. */
+#include "transport/ucp_worker.h"
+#include "zap/transport.h"
+#include "base/log.h"
+#include <stdlib.h>
+#include <string.h>
+
+zap_status_t zap_ucp_status(ucs_status_t s)
+{
+    switch (s) {
+    case UCS_OK:
+        return ZAP_OK;
+    case UCS_INPROGRESS:
+        return ZAP_INPROGRESS;
+    case UCS_ERR_NO_MEMORY:
+        return ZAP_ERR_NO_MEMORY;
+    case UCS_ERR_INVALID_PARAM:
+        return ZAP_ERR_INVALID_PARAM;
+    case UCS_ERR_NO_RESOURCE:
+        return ZAP_ERR_NO_RESOURCE;
+    case UCS_ERR_MESSAGE_TRUNCATED:
+        return ZAP_ERR_TRUNCATED;
+    case UCS_ERR_CANCELED:
+        return ZAP_ERR_CANCELED;
+    case UCS_ERR_TIMED_OUT:
+        return ZAP_ERR_TIMED_OUT;
+    case UCS_ERR_UNSUPPORTED:
+        return ZAP_ERR_UNSUPPORTED;
+    case UCS_ERR_ENDPOINT_TIMEOUT:
+    case UCS_ERR_CONNECTION_RESET:
+    case UCS_ERR_UNREACHABLE:
+    case UCS_ERR_REJECTED:
+        return ZAP_ERR_PEER_FAILED;
+    default:
+        return ZAP_ERR_TRANSPORT;
+    }
+}
+
+/* Combines a local status over comm: the most negative one wins, so every
+ * rank returns an error when any rank has one. */
+static zap_status_t agree(MPI_Comm comm, zap_status_t local)
+{
+    int mine = (int)local, all = 0;
+    if (MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS) {
+        zap_error("ucp: MPI_Allreduce failed during bootstrap");
+        return ZAP_ERR_TRANSPORT;
+    }
+    if (all != ZAP_OK && local == ZAP_OK)
+        zap_debug("ucp: another rank failed to set up UCX (status %d)", all);
+    return (zap_status_t)all;
+}
+
+static zap_status_t open_ucp(zap_ucp_worker_t *w)
+{
+    ucp_config_t *config = NULL;
+    ucs_status_t s = ucp_config_read(NULL, NULL, &config);
+    if (s != UCS_OK) {
+        zap_error("ucp: rank %d: ucp_config_read failed: %s", w->rank, ucs_status_string(s));
+        return ZAP_ERR_TRANSPORT;
+    }
+    ucp_params_t params;
+    memset(&params, 0, sizeof(params));
+    params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED |
+                        UCP_PARAM_FIELD_ESTIMATED_NUM_EPS;
+    params.features = UCP_FEATURE_TAG;
+    /* The context is shared with pool hooks that map chunks from any thread. */
+    params.mt_workers_shared = 1;
+    params.estimated_num_eps = (size_t)w->size;
+    s = ucp_init(&params, config, &w->context);
+    ucp_config_release(config);
+    if (s != UCS_OK) {
+        zap_error("ucp: rank %d: ucp_init failed: %s", w->rank, ucs_status_string(s));
+        w->context = NULL;
+        return ZAP_ERR_TRANSPORT;
+    }
+    ucp_worker_params_t wp;
+    memset(&wp, 0, sizeof(wp));
+    wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+    wp.thread_mode = UCS_THREAD_MODE_SERIALIZED;
+    s = ucp_worker_create(w->context, &wp, &w->worker);
+    if (s != UCS_OK) {
+        zap_error("ucp: rank %d: ucp_worker_create failed: %s", w->rank, ucs_status_string(s));
+        ucp_cleanup(w->context);
+        w->context = NULL;
+        w->worker = NULL;
+        return ZAP_ERR_TRANSPORT;
+    }
+    return ZAP_OK;
+}
+
+static zap_status_t exchange_addresses(zap_ucp_worker_t *w)
+{
+    ucp_address_t *addr = NULL;
+    size_t len = 0;
+    ucs_status_t s = ucp_worker_get_address(w->worker, &addr, &len);
+    zap_status_t st = ZAP_OK;
+    if (s != UCS_OK) {
+        zap_error("ucp: rank %d: ucp_worker_get_address failed: %s", w->rank, ucs_status_string(s));
+        st = ZAP_ERR_TRANSPORT;
+    }
+    w->addr_len = calloc((size_t)w->size, sizeof(int));
+    w->addr_off = calloc((size_t)w->size, sizeof(int));
+    if (st == ZAP_OK && (w->addr_len == NULL || w->addr_off == NULL))
+        st = ZAP_ERR_NO_MEMORY;
+    st = agree(w->comm, st);
+    if (st != ZAP_OK)
+        goto out;
+    int mine = (int)len;
+    if (MPI_Allgather(&mine, 1, MPI_INT, w->addr_len, 1, MPI_INT, w->comm) != MPI_SUCCESS) {
+        st = ZAP_ERR_TRANSPORT;
+        goto out;
+    }
+    size_t total = 0;
+    for (int r = 0; r < w->size; r++) {
+        w->addr_off[r] = (int)total;
+        total += (size_t)w->addr_len[r];
+    }
+    w->addrs = malloc(total > 0 ? total : 1);
+    st = agree(w->comm, w->addrs == NULL ? ZAP_ERR_NO_MEMORY : ZAP_OK);
+    if (st != ZAP_OK)
+        goto out;
+    if (MPI_Allgatherv(addr, mine, MPI_BYTE, w->addrs, w->addr_len, w->addr_off, MPI_BYTE, w->comm) !=
+        MPI_SUCCESS) {
+        zap_error("ucp: rank %d: MPI_Allgatherv of worker addresses failed", w->rank);
+        st = ZAP_ERR_TRANSPORT;
+    }
+out:
+    if (addr != NULL)
+        ucp_worker_release_address(w->worker, addr);
+    return st;
+}
+
+zap_status_t zap_ucp_worker_init(zap_ucp_worker_t *w, MPI_Comm comm)
+{
+    memset(w, 0, sizeof(*w));
+    int inited = 0, finalized = 0;
+    MPI_Initialized(&inited);
+    MPI_Finalized(&finalized);
+    if (!inited || finalized) {
+        zap_error("ucp: MPI must be initialised (and not finalized) to bootstrap the UCX transport");
+        return ZAP_ERR_INVALID_PARAM;
+    }
+    if (MPI_Comm_dup(comm, &w->comm) != MPI_SUCCESS) {
+        zap_error("ucp: MPI_Comm_dup failed");
+        w->comm = MPI_COMM_NULL;
+        return ZAP_ERR_TRANSPORT;
+    }
+    MPI_Comm_rank(w->comm, &w->rank);
+    MPI_Comm_size(w->comm, &w->size);
+    zap_status_t st = agree(w->comm, open_ucp(w));
+    if (st == ZAP_OK)
+        st = exchange_addresses(w);
+    if (st != ZAP_OK) {
+        zap_ucp_worker_cleanup(w);
+        return st;
+    }
+    return ZAP_OK;
+}
+
+zap_status_t zap_ucp_ep_create(zap_ucp_worker_t *w, int peer, ucp_err_handler_cb_t cb, void *arg, ucp_ep_h *ep_p)
+{
+    ucp_ep_params_t ep;
+    memset(&ep, 0, sizeof(ep));
+    ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                    UCP_EP_PARAM_FIELD_ERR_HANDLER;
+    ep.address = (const ucp_address_t *)(w->addrs + w->addr_off[peer]);
+    ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+    ep.err_handler.cb = cb;
+    ep.err_handler.arg = arg;
+    ucs_status_t s = ucp_ep_create(w->worker, &ep, ep_p);
+    if (s != UCS_OK) {
+        zap_error("ucp: rank %d: ucp_ep_create to rank %d failed: %s", w->rank, peer, ucs_status_string(s));
+        return zap_ucp_status(s) == ZAP_ERR_PEER_FAILED ? ZAP_ERR_PEER_FAILED : ZAP_ERR_TRANSPORT;
+    }
+    return ZAP_OK;
+}
+
+ucs_status_t zap_ucp_wait_ptr(ucp_worker_h worker, ucs_status_ptr_t req, double deadline)
+{
+    if (!UCS_PTR_IS_PTR(req))
+        return UCS_PTR_STATUS(req);
+    ucs_status_t s;
+    unsigned n = 0;
+    while ((s = ucp_request_check_status(req)) == UCS_INPROGRESS) {
+        ucp_worker_progress(worker);
+        if ((++n & 63) == 0 && zap_clock_now() > deadline) {
+            s = UCS_ERR_TIMED_OUT;
+            break;
+        }
+    }
+    ucp_request_free(req);
+    return s;
+}
+
+void zap_ucp_worker_cleanup(zap_ucp_worker_t *w)
+{
+    if (w->worker != NULL)
+        ucp_worker_destroy(w->worker);
+    if (w->context != NULL)
+        ucp_cleanup(w->context);
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (w->comm != MPI_COMM_NULL && w->comm != 0 && !finalized)
+        MPI_Comm_free(&w->comm);
+    free(w->addrs);
+    free(w->addr_len);
+    free(w->addr_off);
+    memset(w, 0, sizeof(*w));
+    w->comm = MPI_COMM_NULL;
+}

@@ -1,0 +1,44 @@
+/* The UCP context, worker and address book one rank needs, built the same way
+ * for the transport (ucp.c) and for zap-perf's raw-UCP mode, so the benchmark
+ * compares like with like. MPI is used here and nowhere else in the transport:
+ * to duplicate the caller's communicator, agree on success and exchange worker
+ * addresses (MPI_Allgather of lengths, MPI_Allgatherv of bytes). */
+#ifndef ZAP_TRANSPORT_UCP_WORKER_H
+#define ZAP_TRANSPORT_UCP_WORKER_H
+#include <mpi.h>
+#include <ucp/api/ucp.h>
+#include "zap/status.h"
+
+typedef struct zap_ucp_worker {
+    ucp_context_h context;
+    ucp_worker_h worker;
+    MPI_Comm comm;     /* duplicate of the caller's communicator */
+    int rank, size;
+    char *addrs;       /* every rank's worker address, concatenated */
+    int *addr_len;     /* per rank */
+    int *addr_off;     /* per rank, into addrs */
+} zap_ucp_worker_t;
+
+/* Collective over comm: creates context (tag feature) and worker (serialised
+ * thread mode), exchanges addresses. The ranks agree: if any rank fails, all
+ * return an error (the failing rank logs why). On failure *w is left zeroed. */
+zap_status_t zap_ucp_worker_init(zap_ucp_worker_t *w, MPI_Comm comm);
+
+/* Connects to peer's worker with peer error handling; cb(arg, ep, status)
+ * runs inside ucp_worker_progress when UCX detects the peer failed. */
+zap_status_t zap_ucp_ep_create(zap_ucp_worker_t *w, int peer, ucp_err_handler_cb_t cb, void *arg,
+                               ucp_ep_h *ep_p);
+
+/* Progresses the worker until req (a status pointer from a UCP call) is done
+ * or deadline (zap_clock_now seconds) passes; frees the request. Returns the
+ * UCS status, UCS_ERR_TIMED_OUT at the deadline (the request is then freed
+ * and left to complete in the background). */
+ucs_status_t zap_ucp_wait_ptr(ucp_worker_h worker, ucs_status_ptr_t req, double deadline);
+
+/* Destroys the worker and context and frees the address book and the
+ * communicator duplicate (unless MPI is finalized). Accepts a zeroed w. */
+void zap_ucp_worker_cleanup(zap_ucp_worker_t *w);
+
+/* A UCS status as a zap status. */
+zap_status_t zap_ucp_status(ucs_status_t s);
+#endif
