@@ -168,3 +168,14 @@ zap_status_t zap_cuda_backing(zap_pool_backend_t which, const zap_backing_ops_t 
         return ZAP_ERR_INVALID_PARAM;
     return ZAP_OK;
 }
+
+zap_status_t zap_cuda_prefetch_host_sync(const void *ptr, size_t len)
+{
+    struct cudaMemLocation loc;
+    loc.type = cudaMemLocationTypeHost;
+    loc.id = 0;
+    zap_status_t st = cuda_check(cudaMemPrefetchAsync(ptr, len, loc, 0, 0), "cudaMemPrefetchAsync (to host)");
+    if (st == ZAP_OK)
+        st = cuda_check(cudaStreamSynchronize(0), "cudaStreamSynchronize after prefetch to host");
+    return st;
+}

@@ -28,3 +28,10 @@ zap_status_t zap_cuda_device_info(int dev, char *name, size_t name_len, uint64_t
     (void)total_p;
     return ZAP_ERR_UNSUPPORTED;
 }
+
+zap_status_t zap_cuda_prefetch_host_sync(const void *ptr, size_t len)
+{
+    (void)ptr;
+    (void)len;
+    return ZAP_ERR_UNSUPPORTED;
+}

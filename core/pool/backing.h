@@ -33,4 +33,8 @@ int zap_cuda_device_count(const char **why_p);
 /* Device name and free/total memory of device dev; ZAP_ERR_UNSUPPORTED without
  * CUDA. */
 zap_status_t zap_cuda_device_info(int dev, char *name, size_t name_len, uint64_t *free_p, uint64_t *total_p);
+/* Moves the managed range [ptr, ptr+len) to host memory and waits until it is
+ * there, so that a CPU-side consumer (UCX without CUDA support) does not fault
+ * pages over one at a time. ZAP_ERR_UNSUPPORTED without CUDA; ZAP_ERR_CUDA. */
+zap_status_t zap_cuda_prefetch_host_sync(const void *ptr, size_t len);
 #endif
