@@ -1,0 +1,425 @@
+/* The distributed verification job (docs/verify.md): plan, distribute,
+ * verify, combine, agree. Every rank runs the same sequence of collectives
+ * whatever happens locally, so a failure on one rank is reported on all of
+ * them and none is left waiting:
+ *
+ *   1. plan      bcast of a fixed-size plan from the root: its parse status
+ *                and the batch header (plus, for variable messages under
+ *                scatter, each rank's blob slice);
+ *   2. distribute scatterv of each rank's record bytes (and blob slice), or a
+ *                bcast of the whole batch; the root keeps its own shard in
+ *                place (it scatters 0 bytes to itself), so its memory stays
+ *                at the batch plus bookkeeping;
+ *   3. verify    each rank verifies its shard into its words of a full-length
+ *                bitmap; a MIN-allreduce of the local status follows, so a
+ *                rank whose verifier failed fails the job everywhere;
+ *   4. combine   OR-allreduce of the bitmaps (each rank set only its own
+ *                words) or allgatherv of each rank's words; then a
+ *                SUM-allreduce of (checked, invalid, malformed) and the checks
+ *                checked == n and popcount == n - invalid;
+ *   5. agree     allgatherv of each rank's info (shard, verifier, time, peak
+ *                memory, BLAKE2b-256 digest of its verdict set); any digest
+ *                that differs fails the job with ZAP_ERR_MISMATCH on every
+ *                rank, since every rank compares the same gathered table.
+ *
+ * Shards are contiguous record ranges whose boundaries are multiples of 32
+ * items (zap_verify_shard), so bitmap words never straddle ranks and a
+ * scatter is plain byte ranges.
+ *
+ * Variable-length messages under scatter: the root sends each rank the
+ * smallest blob range covering its records' messages; the rank rebases the
+ * offsets in its received copy of the records. A record whose message lay
+ * outside the original blob also lies outside the slice, and is marked so
+ * that it stays malformed: verdicts never depend on the rank count. The cost
+ * is one pass over the records on the root and one over each shard. */
+#include "verify/verify_impl.h"
+#include "base/log.h"
+#include <sodium.h>
+#include <stdlib.h>
+
+typedef struct plan {
+    int32_t status;          /* the root's parse status; ZAP_OK to go on */
+    uint32_t scheme, flags, stride, fixed_msg_len;
+    uint32_t mode, combine;
+    uint32_t pad;
+    uint64_t n_items, batch_id, blob_len;
+    uint64_t total_len;      /* bytes of the whole batch (bcast mode) */
+} plan_t;
+
+/* One rank's row of the agreement table; fixed size, bytes on the wire. */
+typedef struct rank_row {
+    uint64_t first, items;
+    uint32_t used, pad;
+    double verify_seconds;
+    uint64_t peak_rss_kb;
+    uint8_t digest[32];
+} rank_row_t;
+
+static zap_status_t digest_of(const zap_verify_result_t *r, uint8_t out[32])
+{
+    crypto_generichash_state h;
+    uint8_t le[8];
+    static const char domain[] = "zap-verdicts-v1";
+    if (crypto_generichash_init(&h, NULL, 0, 32) != 0)
+        return ZAP_ERR_UNSUPPORTED;
+    crypto_generichash_update(&h, (const uint8_t *)domain, sizeof(domain) - 1);
+    zap_put64(le, r->n_items);
+    crypto_generichash_update(&h, le, 8);
+    zap_put64(le, r->batch_id);
+    crypto_generichash_update(&h, le, 8);
+    for (size_t w = 0; w < r->bitmap_words; w++) {
+        uint8_t b[4];
+        zap_put32(b, r->bitmap[w]);
+        crypto_generichash_update(&h, b, 4);
+    }
+    crypto_generichash_final(&h, out, 32);
+    return ZAP_OK;
+}
+
+static uint64_t popcount_words(const uint32_t *w, size_t n)
+{
+    uint64_t c = 0;
+    for (size_t i = 0; i < n; i++)
+        c += (uint64_t)__builtin_popcount(w[i]);
+    return c;
+}
+
+/* Blob slice [lo, hi) of the records of [first, first+count) whose messages
+ * lie inside the blob; empty (0, 0) when none does. */
+static void blob_slice(const zap_batch_view_t *v, uint64_t first, uint64_t count, uint64_t *lo_p, uint64_t *hi_p)
+{
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (uint64_t i = first; i < first + count; i++) {
+        const uint8_t *rec = v->records + i * v->stride;
+        uint64_t off = zap_le32(rec + ZAP_REC_MSG_OFF), len = zap_le32(rec + ZAP_REC_MSG_LEN);
+        if (off > v->blob_len || len > v->blob_len - off)
+            continue;
+        if (off < lo)
+            lo = off;
+        if (off + len > hi)
+            hi = off + len;
+    }
+    if (lo == UINT64_MAX)
+        lo = hi = 0;
+    *lo_p = lo;
+    *hi_p = hi;
+}
+
+/* Rewrites the message offsets of count records (in place) from the original
+ * blob's coordinates to the slice [lo, hi). */
+static void rebase_records(uint8_t *records, uint32_t stride, uint64_t count, uint64_t lo, uint64_t hi)
+{
+    for (uint64_t i = 0; i < count; i++) {
+        uint8_t *rec = records + i * stride;
+        uint64_t off = zap_le32(rec + ZAP_REC_MSG_OFF), len = zap_le32(rec + ZAP_REC_MSG_LEN);
+        if (off < lo || off + len > hi) {
+            zap_put32(rec + ZAP_REC_MSG_OFF, UINT32_MAX); /* outside any slice: stays malformed */
+            zap_put32(rec + ZAP_REC_MSG_LEN, UINT32_MAX);
+        } else {
+            zap_put32(rec + ZAP_REC_MSG_OFF, (uint32_t)(off - lo));
+        }
+    }
+}
+
+void zap_verify_result_cleanup(zap_verify_result_t *result)
+{
+    if (!result)
+        return;
+    free(result->bitmap);
+    free(result->ranks);
+    memset(result, 0, sizeof(*result));
+}
+
+zap_status_t zap_verify_job(zap_comm_t *comm, const void *batch, size_t len, const zap_verify_params_t *params,
+                            zap_verify_result_t *result_p)
+{
+    if (!comm || !result_p) {
+        zap_error("verify: job: NULL %s", comm ? "result" : "communicator");
+        return ZAP_ERR_INVALID_PARAM;
+    }
+    zap_verify_params_t prm;
+    memset(&prm, 0, sizeof(prm));
+    if (params)
+        prm = *params;
+    const int rank = zap_comm_rank(comm), nranks = zap_comm_size(comm), root = prm.root;
+    if (root < 0 || root >= nranks || prm.mode > ZAP_VERIFY_BCAST || prm.combine > ZAP_COMBINE_ALLGATHERV) {
+        zap_error("verify: job: bad parameters (root %d of %d ranks, mode %d, combine %d)", root, nranks,
+                  (int)prm.mode, (int)prm.combine);
+        return ZAP_ERR_INVALID_PARAM;
+    }
+    zap_transport_t *t = zap_comm_transport(comm);
+    zap_verify_result_t res;
+    memset(&res, 0, sizeof(res));
+    zap_status_t s;
+    zap_buf_t shard_buf = {0};
+    uint64_t *slices = NULL; /* 2 * nranks: blob [lo, hi) per rank, variable scatter only */
+    size_t *counts = NULL, *displs = NULL;
+    uint32_t *mine = NULL;
+    rank_row_t *rows = NULL;
+
+    /* 1. plan */
+    double t0 = zap_clock_now();
+    plan_t plan;
+    memset(&plan, 0, sizeof(plan));
+    zap_batch_view_t root_view;
+    memset(&root_view, 0, sizeof(root_view));
+    if (rank == root) {
+        plan.status = zap_batch_parse(batch, len, 0, &root_view, NULL, NULL, 0);
+        plan.scheme = root_view.scheme;
+        plan.flags = root_view.flags;
+        plan.stride = root_view.stride;
+        plan.fixed_msg_len = root_view.fixed_msg_len;
+        plan.mode = prm.mode;
+        plan.combine = prm.combine;
+        plan.n_items = root_view.n_items;
+        plan.batch_id = root_view.batch_id;
+        plan.blob_len = root_view.blob_len;
+        plan.total_len = len;
+    }
+    s = zap_bcast(comm, &plan, sizeof(plan), ZAP_DT_UINT8, root);
+    if (s != ZAP_OK)
+        goto out;
+    if (plan.status != ZAP_OK) {
+        s = (zap_status_t)plan.status;
+        if (rank != root)
+            zap_error("verify: job: the root (rank %d) refused the batch: %s", root, zap_status_string(s));
+        goto out;
+    }
+    const int fixed = (plan.flags & ZAP_BATCH_FLAG_FIXED_MSG) != 0;
+    const int var_scatter = !fixed && plan.mode == ZAP_VERIFY_SCATTER;
+    res.n_items = plan.n_items;
+    res.batch_id = plan.batch_id;
+    res.nranks = nranks;
+    res.bitmap_words = (size_t)((plan.n_items + 31) / 32);
+    res.bitmap = calloc(res.bitmap_words ? res.bitmap_words : 1, sizeof(uint32_t));
+    res.ranks = calloc((size_t)nranks, sizeof(*res.ranks));
+    counts = calloc((size_t)nranks, sizeof(size_t));
+    displs = calloc((size_t)nranks, sizeof(size_t));
+    rows = calloc((size_t)nranks, sizeof(*rows));
+    slices = calloc(2 * (size_t)nranks, sizeof(uint64_t));
+    zap_status_t local = ZAP_OK;
+    if (!res.bitmap || !res.ranks || !counts || !displs || !rows || !slices) {
+        zap_error("verify: job: no memory for the verdict set of %llu items", (unsigned long long)plan.n_items);
+        s = ZAP_ERR_NO_MEMORY;
+        goto out; /* the other ranks time out in their next collective (ZAP_TIMEOUT) */
+    }
+    uint64_t first, count;
+    zap_verify_shard(plan.n_items, nranks, rank, &first, &count);
+
+    /* 2. distribute */
+    zap_batch_view_t shard;
+    memset(&shard, 0, sizeof(shard));
+    shard.version = ZAP_BATCH_VERSION;
+    shard.scheme = (uint16_t)plan.scheme;
+    shard.flags = plan.flags;
+    shard.stride = plan.stride;
+    shard.fixed_msg_len = plan.fixed_msg_len;
+    shard.batch_id = plan.batch_id;
+    shard.n_items = count;
+    if (var_scatter) {
+        if (rank == root)
+            for (int r = 0; r < nranks; r++) {
+                uint64_t f, c;
+                zap_verify_shard(plan.n_items, nranks, r, &f, &c);
+                blob_slice(&root_view, f, c, &slices[2 * r], &slices[2 * r + 1]);
+            }
+        s = zap_bcast(comm, slices, 2 * (size_t)nranks, ZAP_DT_UINT64, root);
+        if (s != ZAP_OK)
+            goto out;
+    }
+    /* Receive buffers come from the transport's pool (sends from it need no
+     * copy); a rank that cannot get one says so before any bulk transfer. */
+    if (rank != root) {
+        uint64_t need = plan.mode == ZAP_VERIFY_BCAST ? plan.total_len
+                        : count * plan.stride + (var_scatter ? slices[2 * rank + 1] - slices[2 * rank] : 0);
+        if (need > 0)
+            local = zap_transport_alloc(t, (size_t)need, &shard_buf);
+    }
+    int32_t ready = local;
+    s = zap_allreduce(comm, ZAP_IN_PLACE, &ready, 1, ZAP_DT_INT32, ZAP_OP_MIN);
+    if (s != ZAP_OK)
+        goto out;
+    if (ready != ZAP_OK) {
+        s = (zap_status_t)ready;
+        if (local == ZAP_OK)
+            zap_error("verify: job: another rank could not allocate its receive buffer: %s", zap_status_string(s));
+        goto out;
+    }
+    if (plan.mode == ZAP_VERIFY_BCAST) {
+        const uint8_t *whole = rank == root ? batch : shard_buf.ptr;
+        s = zap_bcast(comm, (void *)whole, plan.total_len, ZAP_DT_UINT8, root);
+        if (s != ZAP_OK)
+            goto out;
+        zap_batch_view_t all;
+        if (rank == root) {
+            all = root_view;
+        } else {
+            local = zap_batch_parse(whole, plan.total_len, 0, &all, NULL, NULL, 0);
+            if (local == ZAP_OK && (all.n_items != plan.n_items || all.batch_id != plan.batch_id))
+                local = ZAP_ERR_CORRUPT;
+        }
+        if (local == ZAP_OK) {
+            shard = all;
+            shard.records = all.records + first * all.stride;
+            shard.n_items = count;
+        }
+    } else {
+        uint64_t slice_lo = var_scatter ? slices[2 * rank] : 0;
+        uint64_t slice_len = var_scatter ? slices[2 * rank + 1] - slice_lo : 0;
+        uint64_t rec_bytes = count * plan.stride;
+        if (rank == root) {
+            for (int r = 0; r < nranks; r++) {
+                uint64_t f, c;
+                zap_verify_shard(plan.n_items, nranks, r, &f, &c);
+                counts[r] = r == root ? 0 : (size_t)(c * plan.stride);
+                displs[r] = (size_t)(f * plan.stride);
+            }
+        }
+        uint8_t *recv = shard_buf.ptr;
+        s = zap_scatterv(comm, root_view.records, counts, displs, rank == root ? NULL : recv,
+                         rank == root ? 0 : (size_t)rec_bytes, ZAP_DT_UINT8, root);
+        if (s != ZAP_OK)
+            goto out;
+        if (var_scatter) {
+            if (rank == root)
+                for (int r = 0; r < nranks; r++) {
+                    counts[r] = r == root ? 0 : (size_t)(slices[2 * r + 1] - slices[2 * r]);
+                    displs[r] = (size_t)slices[2 * r];
+                }
+            s = zap_scatterv(comm, root_view.blob, counts, displs, rank == root ? NULL : recv + rec_bytes,
+                             rank == root ? 0 : (size_t)slice_len, ZAP_DT_UINT8, root);
+            if (s != ZAP_OK)
+                goto out;
+        }
+        if (rank == root) {
+            shard = root_view;
+            shard.records = root_view.records + first * root_view.stride;
+            shard.n_items = count;
+        } else {
+            shard.records = recv;
+            if (var_scatter) {
+                rebase_records(recv, plan.stride, count, slice_lo, slice_lo + slice_len);
+                shard.blob = slice_len ? recv + rec_bytes : NULL;
+                shard.blob_len = slice_len;
+            }
+        }
+    }
+    double t1 = zap_clock_now();
+    res.distribute_seconds = t1 - t0;
+
+    /* 3. verify */
+    zap_verify_stats_t st;
+    memset(&st, 0, sizeof(st));
+    if (local == ZAP_OK)
+        local = zap_verify_batch(&shard, &prm, res.bitmap + first / 32, NULL, &st);
+    int32_t worst = local;
+    s = zap_allreduce(comm, ZAP_IN_PLACE, &worst, 1, ZAP_DT_INT32, ZAP_OP_MIN);
+    if (s != ZAP_OK)
+        goto out;
+    if (worst != ZAP_OK) {
+        s = (zap_status_t)worst;
+        if (local == ZAP_OK)
+            zap_error("verify: job: another rank failed to verify its shard: %s", zap_status_string(s));
+        goto out;
+    }
+    double t2 = zap_clock_now();
+    res.verify_seconds = t2 - t1;
+
+    /* 4. combine */
+    if (res.bitmap_words > 0) {
+        if (plan.combine == ZAP_COMBINE_OR_ALLREDUCE) {
+            s = zap_allreduce(comm, ZAP_IN_PLACE, res.bitmap, res.bitmap_words, ZAP_DT_UINT32, ZAP_OP_BOR);
+        } else {
+            size_t my_words = (size_t)((count + 31) / 32);
+            mine = malloc((my_words ? my_words : 1) * sizeof(uint32_t));
+            if (!mine) {
+                s = ZAP_ERR_NO_MEMORY;
+                goto out;
+            }
+            memcpy(mine, res.bitmap + first / 32, my_words * sizeof(uint32_t));
+            for (int r = 0; r < nranks; r++) {
+                uint64_t f, c;
+                zap_verify_shard(plan.n_items, nranks, r, &f, &c);
+                counts[r] = (size_t)((c + 31) / 32);
+                displs[r] = (size_t)(f / 32);
+            }
+            s = zap_allgatherv(comm, mine, my_words, res.bitmap, counts, displs, ZAP_DT_UINT32);
+        }
+        if (s != ZAP_OK)
+            goto out;
+    }
+    uint64_t sums[3] = {st.checked, st.invalid, st.malformed};
+    s = zap_allreduce(comm, ZAP_IN_PLACE, sums, 3, ZAP_DT_UINT64, ZAP_OP_SUM);
+    if (s != ZAP_OK)
+        goto out;
+    res.invalid = sums[1];
+    res.malformed = sums[2];
+    res.valid = popcount_words(res.bitmap, res.bitmap_words);
+    double t3 = zap_clock_now();
+    res.combine_seconds = t3 - t2;
+
+    /* 5. agree */
+    digest_of(&res, res.digest);
+    rank_row_t me;
+    memset(&me, 0, sizeof(me));
+    me.first = first;
+    me.items = count;
+    me.used = (uint32_t)st.used;
+    me.verify_seconds = st.seconds;
+    me.peak_rss_kb = zap_verify_peak_rss_kb();
+    memcpy(me.digest, res.digest, 32);
+    for (int r = 0; r < nranks; r++) {
+        counts[r] = sizeof(rank_row_t);
+        displs[r] = (size_t)r * sizeof(rank_row_t);
+    }
+    s = zap_allgatherv(comm, &me, sizeof(me), rows, counts, displs, ZAP_DT_UINT8);
+    if (s != ZAP_OK)
+        goto out;
+    int disagree = 0;
+    for (int r = 0; r < nranks; r++) {
+        res.ranks[r].first = rows[r].first;
+        res.ranks[r].items = rows[r].items;
+        res.ranks[r].used = (zap_verifier_t)rows[r].used;
+        res.ranks[r].verify_seconds = rows[r].verify_seconds;
+        res.ranks[r].peak_rss_kb = rows[r].peak_rss_kb;
+        memcpy(res.ranks[r].digest, rows[r].digest, 32);
+        if (memcmp(rows[r].digest, rows[0].digest, 32) != 0)
+            disagree++;
+    }
+    res.agree_seconds = zap_clock_now() - t3;
+    if (disagree) {
+        char hex[2][17];
+        for (int r = 0; r < nranks; r++) {
+            if (memcmp(rows[r].digest, rows[0].digest, 32) == 0)
+                continue;
+            for (int k = 0; k < 8; k++) {
+                snprintf(hex[0] + 2 * k, 3, "%02x", rows[0].digest[k]);
+                snprintf(hex[1] + 2 * k, 3, "%02x", rows[r].digest[k]);
+            }
+            zap_error("verify: job: VERDICT MISMATCH: rank %d digest %s... differs from rank 0's %s...", r,
+                      hex[1], hex[0]);
+        }
+        s = ZAP_ERR_MISMATCH;
+    } else if (sums[0] != plan.n_items || res.valid != plan.n_items - (sums[1] <= plan.n_items ? sums[1] : 0) ||
+               sums[1] > plan.n_items) {
+        zap_error("verify: job: VERDICT MISMATCH: %llu of %llu items checked, %llu invalid, but %llu bits set "
+                  "(expected %llu)",
+                  (unsigned long long)sums[0], (unsigned long long)plan.n_items, (unsigned long long)sums[1],
+                  (unsigned long long)res.valid, (unsigned long long)(plan.n_items - sums[1]));
+        s = ZAP_ERR_MISMATCH;
+    } else {
+        s = ZAP_OK;
+    }
+    *result_p = res;
+    memset(&res, 0, sizeof(res)); /* ownership moved to the caller */
+
+out:
+    free(mine);
+    free(rows);
+    free(counts);
+    free(displs);
+    free(slices);
+    zap_buf_free(&shard_buf);
+    zap_verify_result_cleanup(&res);
+    return s;
+}

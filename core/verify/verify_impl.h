@@ -1,0 +1,61 @@
+/* Internals of the verify layer shared by its files and its tests. */
+#ifndef ZAP_VERIFY_IMPL_H
+#define ZAP_VERIFY_IMPL_H
+#include <stdint.h>
+#include <string.h>
+#include "zap/verify.h"
+
+/* The table-driven CRC32C, always available (the tests compare it with the
+ * hardware path). */
+uint32_t zap_crc32c_sw(uint32_t crc, const void *buf, size_t len);
+
+static inline uint16_t zap_le16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
+static inline uint32_t zap_le32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+}
+static inline uint64_t zap_le64(const uint8_t *p) { return (uint64_t)zap_le32(p) | ((uint64_t)zap_le32(p + 4) << 32); }
+static inline void zap_put16(uint8_t *p, uint16_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+}
+static inline void zap_put32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+static inline void zap_put64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* Header field offsets (docs/batch-format.md). */
+enum {
+    ZAP_BH_MAGIC = 0,
+    ZAP_BH_VERSION = 4,
+    ZAP_BH_SCHEME = 6,
+    ZAP_BH_FLAGS = 8,
+    ZAP_BH_STRIDE = 12,
+    ZAP_BH_N_ITEMS = 16,
+    ZAP_BH_FIXED_MSG_LEN = 24,
+    ZAP_BH_RESERVED = 28,
+    ZAP_BH_BATCH_ID = 32,
+    ZAP_BH_RECORDS_OFF = 40,
+    ZAP_BH_BLOB_OFF = 48,
+    ZAP_BH_BLOB_LEN = 56,
+    ZAP_BH_CRC = 60
+};
+
+/* Record fields of the Ed25519 layouts. */
+#define ZAP_REC_PK 0
+#define ZAP_REC_SIG 32
+#define ZAP_REC_MSG 96      /* fixed: the 32-byte message */
+#define ZAP_REC_MSG_OFF 96  /* variable: u32 offset into the blob */
+#define ZAP_REC_MSG_LEN 100 /* variable: u32 length */
+#define ZAP_VAR_RECORD_MIN 104u
+
+/* Peak resident set of this process in KiB (VmHWM), 0 if unknown. */
+uint64_t zap_verify_peak_rss_kb(void);
+#endif
