@@ -104,6 +104,7 @@ typedef struct cpu_job {
     const zap_batch_view_t *view;
     uint32_t *bitmap;
     uint8_t *verdicts;
+    uint64_t *progress;
     atomic_uint_fast64_t next;
     atomic_uint_fast64_t invalid, malformed;
 } cpu_job_t;
@@ -152,6 +153,8 @@ static void *cpu_worker(void *arg)
             }
             j->bitmap[w / 32] = word;
         }
+        if (j->progress)
+            __atomic_fetch_add(j->progress, hi - lo, __ATOMIC_RELAXED);
     }
     atomic_fetch_add(&j->invalid, invalid);
     atomic_fetch_add(&j->malformed, malformed);
@@ -173,11 +176,12 @@ static unsigned cpu_threads(unsigned asked, uint64_t n)
     return t;
 }
 
-static zap_status_t verify_cpu(const zap_batch_view_t *view, unsigned threads, uint32_t *bitmap,
-                               uint8_t *verdicts, zap_verify_stats_t *st)
+static zap_status_t verify_cpu(const zap_batch_view_t *view, unsigned threads, uint64_t *progress,
+                               uint32_t *bitmap, uint8_t *verdicts, zap_verify_stats_t *st)
 {
     cpu_job_t j;
     j.view = view;
+    j.progress = progress;
     j.bitmap = bitmap;
     j.verdicts = verdicts;
     atomic_init(&j.next, 0);
@@ -302,6 +306,8 @@ zap_status_t zap_verify_batch(const zap_batch_view_t *view, const zap_verify_par
     } else if (gpu) {
         st.used = ZAP_VERIFIER_GPU;
         s = verify_gpu(view, bitmap, verdicts, &st);
+        if (s == ZAP_OK && params && params->progress_items)
+            __atomic_fetch_add(params->progress_items, view->n_items, __ATOMIC_RELAXED);
         if (s != ZAP_OK && v == ZAP_VERIFIER_AUTO) {
             zap_warn("verify: gpu verifier failed (%s); verifying %llu items on the cpu instead",
                      zap_status_string(s), (unsigned long long)view->n_items);
@@ -312,7 +318,7 @@ zap_status_t zap_verify_batch(const zap_batch_view_t *view, const zap_verify_par
     }
     if (view->n_items && !gpu) {
         st.used = ZAP_VERIFIER_CPU;
-        s = verify_cpu(view, threads, bitmap, verdicts, &st);
+        s = verify_cpu(view, threads, params ? params->progress_items : NULL, bitmap, verdicts, &st);
         if (s != ZAP_OK)
             return s;
     }

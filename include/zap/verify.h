@@ -114,6 +114,10 @@ typedef struct zap_verify_params {
     zap_verify_mode_t mode;       /* job only */
     zap_verify_combine_t combine; /* job only */
     int root;                     /* job only: the rank holding the batch */
+    /* Optional progress counter (borrowed): the verifier adds the number of
+     * items it has finished, in chunks, with relaxed atomic adds, so another
+     * thread may read it (atomically) for a progress display. */
+    uint64_t *progress_items;
 } zap_verify_params_t;
 
 /* What one verification call did. */
