@@ -1,0 +1,172 @@
+/* Allgather(v) by ring: each rank places its block, then p-1 steps in which
+ * step s sends block (r - s) mod p to the right neighbour and receives block
+ * (r - s - 1) mod p from the left one straight into place. (p-1)/p of the
+ * result moves through every rank's link, the minimum; p-1 rounds.
+ *
+ * counts must be the same on every rank: the argument header carries the
+ * total and a hash of counts, and each rank checks counts[rank] == sendcount
+ * before anything moves, so disagreement is reported on every rank. */
+#include "coll/coll_impl.h"
+#include "coll/patterns/patterns.h"
+#include "coll/selection.h"
+#include "base/log.h"
+#include <string.h>
+
+#define PHASE 1
+
+typedef enum ag_state { AG_START, AG_POST, AG_WAIT, AG_DONE } ag_state_t;
+
+typedef struct ag {
+    ag_state_t state;
+    const char *sendbuf; /* NULL for in place */
+    char *recvbuf;
+    const size_t *counts, *displs; /* NULL: fixed count */
+    size_t fixed, esize;
+    int step;
+} ag_t;
+_Static_assert(sizeof(ag_t) <= ZAP_COLL_ALG_STATE_BYTES, "state too large");
+
+static size_t cnt(const ag_t *s, int r) { return s->counts ? s->counts[r] : s->fixed; }
+static size_t dsp(const ag_t *s, int r) { return s->counts ? s->displs[r] : (size_t)r * s->fixed; }
+
+static zap_status_t ag_progress(zap_coll_op_t *op)
+{
+    ag_t *s = (ag_t *)op->alg_state;
+    int r = op->comm->rank, p = op->comm->size;
+    zap_status_t st;
+    for (;;) {
+        switch (s->state) {
+        case AG_START:
+            if (s->sendbuf != NULL)
+                zap_coll_copy(op, s->recvbuf + dsp(s, r) * s->esize, s->sendbuf, cnt(s, r) * s->esize);
+            s->step = 0;
+            s->state = AG_POST;
+            break;
+        case AG_POST: {
+            if (s->step >= p - 1) {
+                s->state = AG_DONE;
+                break;
+            }
+            int sb = zap_pat_mod((long)r - s->step, p), rb = zap_pat_mod((long)r - s->step - 1, p);
+            if ((st = zap_coll_recv(op, zap_pat_mod(r - 1, p), PHASE, s->step & ZAP_COLL_STEP_MAX,
+                                    s->recvbuf + dsp(s, rb) * s->esize, cnt(s, rb) * s->esize, NULL, NULL)) !=
+                    ZAP_OK ||
+                (st = zap_coll_send(op, zap_pat_mod(r + 1, p), PHASE, s->step & ZAP_COLL_STEP_MAX,
+                                    s->recvbuf + dsp(s, sb) * s->esize, cnt(s, sb) * s->esize)) != ZAP_OK)
+                return st;
+            s->state = AG_WAIT;
+            break;
+        }
+        case AG_WAIT:
+            if ((st = zap_coll_step_test(op)) != ZAP_OK)
+                return st;
+            s->step++;
+            s->state = AG_POST;
+            break;
+        case AG_DONE:
+            return ZAP_OK;
+        }
+    }
+}
+
+/* FNV-1a over the counts, so ranks can compare arrays through the header. */
+static uint64_t counts_hash(const size_t *counts, size_t fixed, int p)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (int r = 0; r < p; r++) {
+        uint64_t c = counts ? counts[r] : fixed;
+        for (int b = 0; b < 8; b++) {
+            h ^= (c >> (8 * b)) & 0xff;
+            h *= 1099511628211ull;
+        }
+    }
+    return h;
+}
+
+static zap_status_t post(zap_comm_t *comm, const void *sendbuf, size_t sendcount, void *recvbuf,
+                         const size_t *counts, const size_t *displs, bool is_v, zap_dtype_t dt, zap_request_t **req_p)
+{
+    if (comm == NULL || req_p == NULL)
+        return ZAP_ERR_INVALID_PARAM;
+    zap_status_t local = ZAP_OK;
+    size_t esize = zap_dtype_size(dt), total = 0;
+    int p = comm->size;
+    if (esize == 0) {
+        zap_error("coll: rank %d: allgather: invalid datatype %d", comm->rank, (int)dt);
+        local = ZAP_ERR_INVALID_PARAM;
+    } else if (is_v && (counts == NULL || displs == NULL)) {
+        zap_error("coll: rank %d: allgatherv: counts and displs are required", comm->rank);
+        local = ZAP_ERR_INVALID_PARAM;
+    } else if (is_v && counts[comm->rank] != sendcount) {
+        zap_error("coll: rank %d: allgatherv: sendcount %zu differs from counts[%d] %zu", comm->rank, sendcount,
+                  comm->rank, counts[comm->rank]);
+        local = ZAP_ERR_INVALID_PARAM;
+    } else {
+        for (int r = 0; r < p; r++)
+            total += is_v ? counts[r] : sendcount;
+        if ((total > 0 && recvbuf == NULL) || (sendcount > 0 && sendbuf == NULL)) {
+            zap_error("coll: rank %d: allgather: NULL buffer", comm->rank);
+            local = ZAP_ERR_INVALID_PARAM;
+        }
+    }
+    zap_coll_op_t *op = NULL;
+    zap_status_t st = zap_coll_op_get(comm, ZAP_COLL_ALLGATHERV, 0, &op);
+    if (st != ZAP_OK)
+        return st;
+    zap_coll_hdr_init(op, total, dt, ZAP_OP_SUM, -1,
+                      local == ZAP_OK ? counts_hash(is_v ? counts : NULL, sendcount, p) ^ (is_v ? 1 : 0) : 0,
+                      local != ZAP_OK);
+    if (local != ZAP_OK) {
+        zap_coll_op_fail_local(op, local);
+    } else {
+        ag_t *s = (ag_t *)op->alg_state;
+        memset(s, 0, sizeof(*s));
+        s->state = AG_START;
+        s->sendbuf = sendbuf == ZAP_IN_PLACE ? NULL : sendbuf;
+        s->recvbuf = recvbuf;
+        s->counts = is_v ? counts : NULL;
+        s->displs = is_v ? displs : NULL;
+        s->fixed = sendcount;
+        s->esize = esize;
+        op->mem = zap_coll_mem_kind(comm, recvbuf, total * esize);
+        op->progress = ag_progress;
+        (void)zap_coll_rd_init(op, 0, NULL, 0, dt, ZAP_OP_SUM);
+        op->agreeing = true;
+    }
+    return zap_coll_op_start(op, req_p);
+}
+
+zap_status_t zap_iallgatherv(zap_comm_t *comm, const void *sendbuf, size_t sendcount, void *recvbuf,
+                             const size_t *counts, const size_t *displs, zap_dtype_t dt, zap_request_t **req_p)
+{
+    return post(comm, sendbuf, sendcount, recvbuf, counts, displs, true, dt, req_p);
+}
+
+zap_status_t zap_iallgather(zap_comm_t *comm, const void *sendbuf, size_t count, void *recvbuf, zap_dtype_t dt,
+                            zap_request_t **req_p)
+{
+    return post(comm, sendbuf, count, recvbuf, NULL, NULL, false, dt, req_p);
+}
+
+zap_status_t zap_allgatherv(zap_comm_t *comm, const void *sendbuf, size_t sendcount, void *recvbuf,
+                            const size_t *counts, const size_t *displs, zap_dtype_t dt)
+{
+    zap_request_t *req = NULL;
+    zap_status_t st = zap_iallgatherv(comm, sendbuf, sendcount, recvbuf, counts, displs, dt, &req);
+    if (st != ZAP_OK)
+        return st;
+    st = zap_request_wait(req);
+    zap_request_free(req);
+    return st;
+}
+
+zap_status_t zap_allgather(zap_comm_t *comm, const void *sendbuf, size_t count, void *recvbuf, zap_dtype_t dt)
+{
+    zap_request_t *req = NULL;
+    zap_status_t st = zap_iallgather(comm, sendbuf, count, recvbuf, dt, &req);
+    if (st != ZAP_OK)
+        return st;
+    st = zap_request_wait(req);
+    zap_request_free(req);
+    return st;
+}

@@ -1,0 +1,142 @@
+/* Allreduce: argument checks, the algorithm table and the automatic choice.
+ *
+ * Algorithms (one file each):
+ *   rd            recursive doubling, header carried in the data: log2(p)
+ *                 rounds of the whole vector. Fewest rounds; small vectors.
+ *   rabenseifner  recursive-halving reduce-scatter then recursive-doubling
+ *                 allgather (non-powers of two fold first): 2 log2(p) rounds,
+ *                 2 (p-1)/p n bytes moved. Medium and large vectors.
+ *   ring          ring reduce-scatter then ring allgather: 2 (p-1) rounds,
+ *                 2 (p-1)/p n bytes moved, one neighbour at a time, in pipeline
+ *                 segments. Large vectors.
+ *
+ * The automatic choice reads the selection rows below: the first row whose
+ * rank range and byte range hold the call wins. The thresholds were measured
+ * with zap-perf coll under mpirun on the development machine (see
+ * docs/collectives.md, "Selection"); ZAP_ALLREDUCE_ALG overrides them. The
+ * chosen algorithm is part of the argument header, so ranks that choose
+ * differently (different counts, different environments) report
+ * ZAP_ERR_MISMATCH instead of running different algorithms. */
+#include "coll/coll_impl.h"
+#include "coll/reduce/reduce.h"
+#include "coll/selection.h"
+#include "base/config_table.h"
+#include "base/log.h"
+#include <stdint.h>
+#include <string.h>
+
+const zap_coll_alg_t zap_allreduce_algs[ZAP_AR_NALGS] = {
+    [ZAP_AR_RD] = {"rd", "recursive doubling, whole vector each round", "small vectors"},
+    [ZAP_AR_RABENSEIFNER] = {"rabenseifner", "recursive halving reduce-scatter + recursive doubling allgather",
+                             "medium vectors"},
+    [ZAP_AR_RING] = {"ring", "ring reduce-scatter + ring allgather, pipelined", "large vectors"},
+};
+
+/* First matching row wins. Bytes are count * datatype size. */
+const zap_coll_selection_row_t zap_allreduce_rows[] = {
+    {"allreduce", "rd", 1, 1, 0, SIZE_MAX},
+    {"allreduce", "rd", 2, INT32_MAX, 0, 16384},
+    {"allreduce", "rabenseifner", 2, INT32_MAX, 16384, 1048576},
+    {"allreduce", "ring", 2, INT32_MAX, 1048576, SIZE_MAX},
+};
+const size_t zap_allreduce_nrows = sizeof(zap_allreduce_rows) / sizeof(zap_allreduce_rows[0]);
+
+static int auto_alg(size_t bytes, int p)
+{
+    const char *name = zap_coll_select_row(zap_allreduce_rows, zap_allreduce_nrows, bytes, p);
+    for (int a = 0; a < ZAP_AR_NALGS; a++)
+        if (name != NULL && strcmp(name, zap_allreduce_algs[a].name) == 0)
+            return a;
+    return ZAP_AR_RD;
+}
+
+/* The algorithm for this call: the override if set (index 0 is "auto"). */
+static zap_status_t choose(size_t bytes, int p, int *alg_p)
+{
+    int idx = 0;
+    zap_status_t st = zap_cfg_get_choice(ZAP_CFG_ALLREDUCE_ALG, &idx);
+    if (st != ZAP_OK)
+        return st;
+    *alg_p = idx == 0 ? auto_alg(bytes, p) : idx - 1;
+    return ZAP_OK;
+}
+
+static zap_status_t post(zap_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count, zap_dtype_t dt,
+                         zap_op_t zop, int forced_alg, zap_request_t **req_p)
+{
+    if (comm == NULL || req_p == NULL)
+        return ZAP_ERR_INVALID_PARAM;
+    zap_status_t local = ZAP_OK;
+    size_t esize = zap_dtype_size(dt);
+    if (esize == 0 || (unsigned)zop >= ZAP_OP_COUNT) {
+        zap_error("coll: rank %d: allreduce: invalid datatype %d or op %d", comm->rank, (int)dt, (int)zop);
+        local = ZAP_ERR_INVALID_PARAM;
+    } else if (!zap_reduce_supported(dt, zop)) {
+        zap_error("coll: rank %d: allreduce: op %d is not defined on datatype %d (bitwise ops need integers)",
+                  comm->rank, (int)zop, (int)dt);
+        local = ZAP_ERR_UNSUPPORTED;
+    } else if (count > 0 && (recvbuf == NULL || sendbuf == NULL)) {
+        zap_error("coll: rank %d: allreduce: NULL buffer with count %zu", comm->rank, count);
+        local = ZAP_ERR_INVALID_PARAM;
+    } else if (count > SIZE_MAX / 4 / esize) {
+        zap_error("coll: rank %d: allreduce: count %zu too large", comm->rank, count);
+        local = ZAP_ERR_INVALID_PARAM;
+    }
+    int alg = ZAP_AR_RD;
+    if (local == ZAP_OK && forced_alg >= 0)
+        alg = forced_alg;
+    else if (local == ZAP_OK)
+        local = choose(count * esize, comm->size, &alg);
+    zap_coll_op_t *op = NULL;
+    zap_status_t st = zap_coll_op_get(comm, ZAP_COLL_ALLREDUCE, local == ZAP_OK ? alg : 0xff, &op);
+    if (st != ZAP_OK)
+        return st;
+    if (local != ZAP_OK) {
+        /* Take part in the argument exchange with the header marked bad, so
+         * the other ranks learn of it instead of waiting. */
+        zap_coll_hdr_init(op, count, dt, zop, -1, 0, true);
+        zap_coll_op_fail_local(op, local);
+    } else {
+        const void *src = sendbuf == ZAP_IN_PLACE ? recvbuf : sendbuf;
+        op->mem = zap_coll_mem_kind(comm, recvbuf, count * esize);
+        zap_coll_hdr_init(op, count, dt, zop, -1, 0, false);
+        switch (alg) {
+        case ZAP_AR_RABENSEIFNER: st = zap_allreduce_rabenseifner_init(op, src, recvbuf, count, dt, zop); break;
+        case ZAP_AR_RING: st = zap_allreduce_ring_init(op, src, recvbuf, count, dt, zop); break;
+        default: st = zap_allreduce_rd_init(op, src, recvbuf, count, dt, zop); break;
+        }
+    }
+    if (st != ZAP_OK)
+        zap_coll_op_fail_local(op, st);
+    return zap_coll_op_start(op, req_p);
+}
+
+zap_status_t zap_iallreduce(zap_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count, zap_dtype_t dt,
+                            zap_op_t zop, zap_request_t **req_p)
+{
+    return post(comm, sendbuf, recvbuf, count, dt, zop, -1, req_p);
+}
+
+zap_status_t zap_coll_allreduce_rd(zap_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
+                                   zap_dtype_t dt, zap_op_t zop)
+{
+    zap_request_t *req = NULL;
+    zap_status_t st = post(comm, sendbuf, recvbuf, count, dt, zop, ZAP_AR_RD, &req);
+    if (st != ZAP_OK)
+        return st;
+    st = zap_request_wait(req);
+    zap_request_free(req);
+    return st;
+}
+
+zap_status_t zap_allreduce(zap_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count, zap_dtype_t dt,
+                           zap_op_t zop)
+{
+    zap_request_t *req = NULL;
+    zap_status_t st = zap_iallreduce(comm, sendbuf, recvbuf, count, dt, zop, &req);
+    if (st != ZAP_OK)
+        return st;
+    st = zap_request_wait(req);
+    zap_request_free(req);
+    return st;
+}

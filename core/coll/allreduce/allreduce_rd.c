@@ -1,0 +1,254 @@
+/* Recursive doubling: the header exchange every collective starts with and,
+ * with a payload, the small-message allreduce.
+ *
+ * Each message is the sender's accumulated header (min and max of every
+ * argument field) followed by its accumulated data. In step k ranks exchange
+ * with newrank ^ 2^k and combine; after log2(pof2) steps every active rank
+ * holds the reduction over all ranks. Rank counts that are not powers of two
+ * fold first: of the first 2*rem ranks, each even one hands its data to the odd
+ * one above it and receives the final result from it at the end (2 extra
+ * messages on those ranks only).
+ *
+ * Reduction order: every combination is lower(rank) op higher(rank) as whole
+ * subcube partials: step k combines the partial of the subcube holding the
+ * lower ranks with the upper one. Both partners compute the same expression
+ * with the same operands (the ops are commutative bit for bit, including
+ * float16/bfloat16 through float), so every rank ends with identical bytes.
+ *
+ * A message of the wrong length (a peer with another count) or a truncated
+ * one marks the header bad instead of failing: the exchange still completes
+ * on every rank with the same number of messages, and every rank then reports
+ * ZAP_ERR_MISMATCH. Cost: log2(p) rounds (+2 when p is not a power of two) of
+ * count elements each; the payload is copied into and out of pool scratch. */
+#include "coll/coll_impl.h"
+#include "coll/patterns/patterns.h"
+#include "base/log.h"
+#include <string.h>
+
+#define RD_STEP_FOLD 0
+#define RD_STEP_UNFOLD ZAP_COLL_STEP_MAX
+
+static const char *const field_names[ZAP_HDR_NFIELDS] = {"kind/algorithm", "sequence", "count", "datatype",
+                                                         "op",             "root",     "v-counts", "bad"};
+
+void zap_coll_hdr_init(zap_coll_op_t *op, size_t count, zap_dtype_t dt, zap_op_t zop, int root, uint64_t extra,
+                       bool bad)
+{
+    uint64_t f[ZAP_HDR_NFIELDS] = {
+        [ZAP_HDR_KIND] = ((uint64_t)op->kind << 8) | (uint64_t)(op->alg & 0xff),
+        [ZAP_HDR_SEQ] = op->seq,
+        [ZAP_HDR_COUNT] = count,
+        [ZAP_HDR_DTYPE] = (uint64_t)dt,
+        [ZAP_HDR_OP] = (uint64_t)zop,
+        [ZAP_HDR_ROOT] = (uint64_t)(int64_t)root,
+        [ZAP_HDR_EXTRA] = extra,
+        [ZAP_HDR_BAD] = bad ? 1 : 0,
+    };
+    memcpy(op->hdr_own.min, f, sizeof(f));
+    memcpy(op->hdr_own.max, f, sizeof(f));
+}
+
+static void *hdr_data(zap_coll_hdr_t *h) { return (char *)h + sizeof(zap_coll_hdr_t); }
+
+zap_status_t zap_coll_rd_init(zap_coll_op_t *op, int phase, const void *data, size_t count, zap_dtype_t dt,
+                              zap_op_t zop)
+{
+    zap_coll_rd_t *rd = &op->rd;
+    memset(rd, 0, sizeof(*rd));
+    rd->state = RD_START;
+    rd->phase = phase;
+    rd->count = count;
+    rd->dt = dt;
+    rd->op = zop;
+    rd->msg_bytes = sizeof(zap_coll_hdr_t) + count * zap_dtype_size(dt);
+    if (count == 0) {
+        rd->acc = &rd->inline_hdr[0];
+        rd->in = &rd->inline_hdr[1];
+    } else {
+        zap_status_t st = zap_coll_scratch(op, &rd->buf, 2 * rd->msg_bytes);
+        if (st != ZAP_OK)
+            return st;
+        rd->acc = rd->buf.ptr;
+        rd->in = (zap_coll_hdr_t *)((char *)rd->buf.ptr + rd->msg_bytes);
+        zap_coll_copy(op, hdr_data(rd->acc), data, count * zap_dtype_size(dt));
+    }
+    *rd->acc = op->hdr_own;
+    return ZAP_OK;
+}
+
+void zap_coll_rd_release(zap_coll_op_t *op) { (void)zap_buf_free(&op->rd.buf); }
+
+void *zap_coll_rd_result(zap_coll_op_t *op) { return hdr_data(op->rd.acc); }
+
+/* acc = lo op hi, where acc is one of them and the other is the received
+ * message; a malformed message only marks the header bad. */
+static zap_status_t rd_combine(zap_coll_op_t *op, bool in_is_lower)
+{
+    zap_coll_rd_t *rd = &op->rd;
+    if (rd->in_st != ZAP_OK || rd->in_len != rd->msg_bytes) {
+        if (rd->in_st != ZAP_OK && rd->in_st != ZAP_ERR_TRUNCATED)
+            return rd->in_st;
+        rd->acc->max[ZAP_HDR_BAD] = 1;
+        return ZAP_OK;
+    }
+    for (int f = 0; f < ZAP_HDR_NFIELDS; f++) {
+        if (rd->in->min[f] < rd->acc->min[f])
+            rd->acc->min[f] = rd->in->min[f];
+        if (rd->in->max[f] > rd->acc->max[f])
+            rd->acc->max[f] = rd->in->max[f];
+    }
+    if (rd->count == 0 || rd->acc->max[ZAP_HDR_BAD] != 0)
+        return ZAP_OK;
+    const void *lo = in_is_lower ? hdr_data(rd->in) : hdr_data(rd->acc);
+    const void *hi = in_is_lower ? hdr_data(rd->acc) : hdr_data(rd->in);
+    return zap_coll_reduce(op, rd->dt, rd->op, hdr_data(rd->acc), lo, hi, rd->count);
+}
+
+static zap_status_t rd_verdict(zap_coll_op_t *op)
+{
+    const zap_coll_hdr_t *h = op->rd.acc;
+    for (int f = 0; f < ZAP_HDR_NFIELDS; f++) {
+        if (f == ZAP_HDR_BAD || h->min[f] == h->max[f])
+            continue;
+        zap_error("coll: rank %d: collective arguments differ across ranks: %s from %llu to %llu (communicator %u, "
+                  "sequence %llu)",
+                  op->comm->rank, field_names[f], (unsigned long long)h->min[f], (unsigned long long)h->max[f],
+                  op->comm->id, (unsigned long long)op->seq);
+        return ZAP_ERR_MISMATCH;
+    }
+    if (h->max[ZAP_HDR_BAD] != 0) {
+        zap_error("coll: rank %d: a rank reported bad collective arguments or received a message of the wrong "
+                  "size (communicator %u, sequence %llu)",
+                  op->comm->rank, op->comm->id, (unsigned long long)op->seq);
+        return ZAP_ERR_MISMATCH;
+    }
+    return ZAP_OK;
+}
+
+zap_status_t zap_coll_rd_progress(zap_coll_op_t *op)
+{
+    zap_coll_rd_t *rd = &op->rd;
+    int p = op->comm->size, rank = op->comm->rank;
+    int pof2 = zap_pat_pof2(p), rem = p - pof2;
+    zap_status_t st;
+    for (;;) {
+        switch (rd->state) {
+        case RD_START:
+            if (p == 1) {
+                rd->state = RD_DONE;
+                break;
+            }
+            rd->newrank = zap_pat_rd_newrank(rank, p);
+            rd->mask = 1;
+            if (rank < 2 * rem) {
+                if (rd->newrank < 0)
+                    st = zap_coll_send(op, rank + 1, rd->phase, RD_STEP_FOLD, rd->acc, rd->msg_bytes);
+                else
+                    st = zap_coll_recv(op, rank - 1, rd->phase, RD_STEP_FOLD, rd->in, rd->msg_bytes, &rd->in_len,
+                                       &rd->in_st);
+                if (st != ZAP_OK)
+                    return st;
+                rd->state = RD_FOLD_IN;
+            } else {
+                rd->state = RD_STEP_POST;
+            }
+            break;
+        case RD_FOLD_IN:
+            st = zap_coll_step_test(op);
+            if (st != ZAP_OK)
+                return st;
+            if (rd->newrank < 0) {
+                /* Folded out: wait for the result. */
+                st = zap_coll_recv(op, rank + 1, rd->phase, RD_STEP_UNFOLD, rd->acc, rd->msg_bytes, &rd->in_len,
+                                   &rd->in_st);
+                if (st != ZAP_OK)
+                    return st;
+                rd->state = RD_FOLD_OUT_WAIT;
+                break;
+            }
+            if ((st = rd_combine(op, true)) != ZAP_OK)
+                return st;
+            rd->state = RD_STEP_POST;
+            break;
+        case RD_STEP_POST: {
+            if (rd->mask >= pof2) {
+                rd->state = RD_FOLD_OUT;
+                break;
+            }
+            int partner = zap_pat_rd_realrank(rd->newrank ^ rd->mask, p);
+            int step = 1;
+            for (int m = rd->mask; m > 1; m >>= 1)
+                step++;
+            if ((st = zap_coll_recv(op, partner, rd->phase, step, rd->in, rd->msg_bytes, &rd->in_len, &rd->in_st)) !=
+                    ZAP_OK ||
+                (st = zap_coll_send(op, partner, rd->phase, step, rd->acc, rd->msg_bytes)) != ZAP_OK)
+                return st;
+            rd->state = RD_STEP_WAIT;
+            break;
+        }
+        case RD_STEP_WAIT: {
+            st = zap_coll_step_test(op);
+            if (st != ZAP_OK)
+                return st;
+            int partner = zap_pat_rd_realrank(rd->newrank ^ rd->mask, p);
+            if ((st = rd_combine(op, partner < rank)) != ZAP_OK)
+                return st;
+            rd->mask <<= 1;
+            rd->state = RD_STEP_POST;
+            break;
+        }
+        case RD_FOLD_OUT:
+            if (rank < 2 * rem) {
+                st = zap_coll_send(op, rank - 1, rd->phase, RD_STEP_UNFOLD, rd->acc, rd->msg_bytes);
+                if (st != ZAP_OK)
+                    return st;
+                rd->state = RD_FOLD_OUT_WAIT;
+            } else {
+                rd->state = RD_DONE;
+            }
+            break;
+        case RD_FOLD_OUT_WAIT:
+            st = zap_coll_step_test(op);
+            if (st != ZAP_OK)
+                return st;
+            if (rd->newrank < 0 && (rd->in_st != ZAP_OK || rd->in_len != rd->msg_bytes)) {
+                if (rd->in_st != ZAP_OK && rd->in_st != ZAP_ERR_TRUNCATED)
+                    return rd->in_st;
+                rd->acc->max[ZAP_HDR_BAD] = 1;
+            }
+            rd->state = RD_DONE;
+            break;
+        case RD_DONE:
+            return rd_verdict(op);
+        }
+    }
+}
+
+/* --- the allreduce -------------------------------------------------------- */
+
+typedef struct rd_allreduce {
+    void *recvbuf;
+    size_t bytes;
+} rd_allreduce_t;
+_Static_assert(sizeof(rd_allreduce_t) <= ZAP_COLL_ALG_STATE_BYTES, "state too large");
+
+static zap_status_t rd_allreduce_finish(zap_coll_op_t *op)
+{
+    rd_allreduce_t *s = (rd_allreduce_t *)op->alg_state;
+    zap_coll_copy(op, s->recvbuf, zap_coll_rd_result(op), s->bytes);
+    return ZAP_OK;
+}
+
+zap_status_t zap_allreduce_rd_init(zap_coll_op_t *op, const void *sendbuf, void *recvbuf, size_t count,
+                                   zap_dtype_t dt, zap_op_t zop)
+{
+    rd_allreduce_t *s = (rd_allreduce_t *)op->alg_state;
+    s->recvbuf = recvbuf;
+    s->bytes = count * zap_dtype_size(dt);
+    zap_status_t st = zap_coll_rd_init(op, 0, sendbuf, count, dt, zop);
+    if (st != ZAP_OK)
+        return st;
+    op->agreeing = true;
+    op->progress = rd_allreduce_finish;
+    return ZAP_OK;
+}

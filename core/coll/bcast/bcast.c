@@ -1,0 +1,108 @@
+/* Broadcast: argument checks, the algorithm table and the automatic choice.
+ *
+ * Algorithms (one file each), all over virtual ranks relative to the root:
+ *   binomial           the root's buffer travels down a binomial tree whole:
+ *                      ceil(log2 p) rounds of n bytes. Small messages.
+ *   scatter_allgather  binomial scatter of p blocks, then a ring allgather
+ *                      (van de Geijn): about 2 n bytes per rank, log2(p) + p - 1
+ *                      rounds. Medium and large messages.
+ *   chain              a pipeline 0 -> 1 -> ... -> p-1 in segments of
+ *                      ZAP_COLL_PIPELINE_BYTES: (p - 2 + k) segment rounds,
+ *                      n bytes per link. Very large messages.
+ * Selection as in allreduce.c; ZAP_BCAST_ALG overrides. A broadcast moves
+ * bytes, so every algorithm gives identical bytes trivially. */
+#include "coll/coll_impl.h"
+#include "coll/selection.h"
+#include "base/config_table.h"
+#include "base/log.h"
+#include <stdint.h>
+#include <string.h>
+
+const zap_coll_alg_t zap_bcast_algs[ZAP_BC_NALGS] = {
+    [ZAP_BC_BINOMIAL] = {"binomial", "binomial tree, whole message per edge", "small messages"},
+    [ZAP_BC_SCATTER_ALLGATHER] = {"scatter_allgather", "binomial scatter + ring allgather",
+                                  "medium and large messages"},
+    [ZAP_BC_CHAIN] = {"chain", "pipelined chain in ZAP_COLL_PIPELINE_BYTES segments", "very large messages"},
+};
+
+const zap_coll_selection_row_t zap_bcast_rows[] = {
+    {"bcast", "binomial", 1, 2, 0, SIZE_MAX},
+    {"bcast", "binomial", 3, INT32_MAX, 0, 65536},
+    {"bcast", "scatter_allgather", 3, INT32_MAX, 65536, SIZE_MAX},
+};
+const size_t zap_bcast_nrows = sizeof(zap_bcast_rows) / sizeof(zap_bcast_rows[0]);
+
+static zap_status_t choose(size_t bytes, int p, int *alg_p)
+{
+    int idx = 0;
+    zap_status_t st = zap_cfg_get_choice(ZAP_CFG_BCAST_ALG, &idx);
+    if (st != ZAP_OK)
+        return st;
+    if (idx > 0) {
+        *alg_p = idx - 1;
+        return ZAP_OK;
+    }
+    const char *name = zap_coll_select_row(zap_bcast_rows, zap_bcast_nrows, bytes, p);
+    *alg_p = ZAP_BC_BINOMIAL;
+    for (int a = 0; a < ZAP_BC_NALGS; a++)
+        if (name != NULL && strcmp(name, zap_bcast_algs[a].name) == 0)
+            *alg_p = a;
+    return ZAP_OK;
+}
+
+zap_status_t zap_ibcast(zap_comm_t *comm, void *buf, size_t count, zap_dtype_t dt, int root, zap_request_t **req_p)
+{
+    if (comm == NULL || req_p == NULL)
+        return ZAP_ERR_INVALID_PARAM;
+    zap_status_t local = ZAP_OK;
+    size_t esize = zap_dtype_size(dt);
+    if (esize == 0) {
+        zap_error("coll: rank %d: bcast: invalid datatype %d", comm->rank, (int)dt);
+        local = ZAP_ERR_INVALID_PARAM;
+    } else if (root < 0 || root >= comm->size) {
+        zap_error("coll: rank %d: bcast: root %d is not in [0, %d)", comm->rank, root, comm->size);
+        local = ZAP_ERR_INVALID_PARAM;
+    } else if (count > 0 && buf == NULL) {
+        zap_error("coll: rank %d: bcast: NULL buffer with count %zu", comm->rank, count);
+        local = ZAP_ERR_INVALID_PARAM;
+    } else if (count > SIZE_MAX / esize) {
+        local = ZAP_ERR_INVALID_PARAM;
+    }
+    int alg = ZAP_BC_BINOMIAL;
+    if (local == ZAP_OK)
+        local = choose(count * esize, comm->size, &alg);
+    zap_coll_op_t *op = NULL;
+    zap_status_t st = zap_coll_op_get(comm, ZAP_COLL_BCAST, local == ZAP_OK ? alg : 0xff, &op);
+    if (st != ZAP_OK)
+        return st;
+    zap_coll_hdr_init(op, count, dt, ZAP_OP_SUM, root, 0, local != ZAP_OK);
+    if (local != ZAP_OK) {
+        zap_coll_op_fail_local(op, local);
+    } else {
+        size_t bytes = count * esize;
+        op->mem = zap_coll_mem_kind(comm, buf, bytes);
+        switch (alg) {
+        case ZAP_BC_SCATTER_ALLGATHER: st = zap_bcast_scatter_allgather_init(op, buf, bytes, root); break;
+        case ZAP_BC_CHAIN: st = zap_bcast_chain_init(op, buf, bytes, root); break;
+        default: st = zap_bcast_binomial_init(op, buf, bytes, root); break;
+        }
+        if (st == ZAP_OK)
+            st = zap_coll_rd_init(op, 0, NULL, 0, dt, ZAP_OP_SUM);
+        if (st != ZAP_OK)
+            zap_coll_op_fail_local(op, st);
+        else
+            op->agreeing = true;
+    }
+    return zap_coll_op_start(op, req_p);
+}
+
+zap_status_t zap_bcast(zap_comm_t *comm, void *buf, size_t count, zap_dtype_t dt, int root)
+{
+    zap_request_t *req = NULL;
+    zap_status_t st = zap_ibcast(comm, buf, count, dt, root, &req);
+    if (st != ZAP_OK)
+        return st;
+    st = zap_request_wait(req);
+    zap_request_free(req);
+    return st;
+}

@@ -1,0 +1,221 @@
+/* Internals shared by the collectives: the communicator, the operation
+ * (request) every collective runs as, the tag layout and the step helpers.
+ *
+ * Every collective is a state machine advanced by a progress function; a
+ * blocking call posts the operation and waits on it. An operation owns the
+ * transport requests of its current step (at most ZAP_COLL_MAX_REQS) and one
+ * or two scratch buffers drawn from the transport's pool when it is posted, so
+ * the steps themselves never allocate.
+ *
+ * Tags (64 bits): bit 63 set marks collective traffic (the rest of the tag
+ * space stays free for users of the transport); bits 48..62 the communicator
+ * id; bits 16..47 the operation's sequence number on its communicator; bits
+ * 12..15 the phase (0: header exchange, 1..: algorithm phases); bits 0..11 the
+ * step within the phase. Two operations in flight therefore never match each
+ * other's messages, and messages of one step between one pair of ranks arrive
+ * in order (the transport's guarantee), which the pipelined algorithms use.
+ *
+ * Argument agreement: every collective starts with a header of its arguments
+ * (kind, algorithm, count, datatype, op, root, a hash of v-counts, a "bad"
+ * flag) that is reduced with min and max over all ranks by recursive
+ * doubling; min != max in any field is a mismatch every rank sees, because
+ * every rank ends with the same min/max. The recursive-doubling allreduce
+ * carries this header inside its data messages, so small allreduces pay no
+ * extra round. Because the header exchange has the same partners and tags
+ * whatever the arguments, ranks that disagree still exchange exactly the same
+ * number of messages and none waits forever. */
+#ifndef ZAP_COLL_IMPL_H
+#define ZAP_COLL_IMPL_H
+#include <stdalign.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "zap/coll.h"
+#include "transport/transport_impl.h"
+
+#define ZAP_COLL_MAX_REQS 16
+#define ZAP_COLL_ALG_STATE_BYTES 256
+#define ZAP_COLL_TAG_BIT (UINT64_C(1) << 63)
+#define ZAP_COLL_COMM_ID_MAX 0x7fff
+#define ZAP_COLL_BOOT_ID 0 /* reserved for zap_comm_create's own exchange */
+#define ZAP_COLL_STEP_MAX 0xfff
+
+/* Header fields, exchanged as min[] and max[] arrays. */
+enum {
+    ZAP_HDR_KIND, /* collective kind << 8 | algorithm */
+    ZAP_HDR_SEQ,
+    ZAP_HDR_COUNT,
+    ZAP_HDR_DTYPE,
+    ZAP_HDR_OP,
+    ZAP_HDR_ROOT,
+    ZAP_HDR_EXTRA, /* hash of v-counts, or 0 */
+    ZAP_HDR_BAD,   /* 1 when a rank found its own arguments or a message wrong */
+    ZAP_HDR_NFIELDS
+};
+
+typedef struct zap_coll_hdr {
+    uint64_t min[ZAP_HDR_NFIELDS];
+    uint64_t max[ZAP_HDR_NFIELDS];
+} zap_coll_hdr_t;
+
+typedef enum zap_coll_kind {
+    ZAP_COLL_ALLREDUCE = 1,
+    ZAP_COLL_BCAST = 2,
+    ZAP_COLL_SCATTERV = 3,
+    ZAP_COLL_ALLGATHERV = 4,
+    ZAP_COLL_COMM_CREATE = 5,
+    ZAP_COLL_BARRIER = 6
+} zap_coll_kind_t;
+
+typedef struct zap_coll_op zap_coll_op_t;
+typedef zap_status_t (*zap_coll_progress_fn)(zap_coll_op_t *op);
+
+/* The recursive-doubling engine (allreduce_rd.c): header always, payload
+ * optional. Used for argument agreement and as the small allreduce. */
+typedef enum rd_state {
+    RD_START,
+    RD_FOLD_IN,      /* extra ranks hand their data to a partner */
+    RD_STEP_POST,
+    RD_STEP_WAIT,
+    RD_FOLD_OUT,     /* partners hand the result back */
+    RD_FOLD_OUT_WAIT,
+    RD_DONE
+} rd_state_t;
+
+typedef struct zap_coll_rd {
+    rd_state_t state;
+    int phase;           /* tag phase */
+    int newrank;         /* rank among the power-of-two group, -1 when folded out */
+    int mask;
+    size_t count;        /* payload elements (0: header only) */
+    zap_dtype_t dt;
+    zap_op_t op;
+    zap_coll_hdr_t *acc; /* accumulated header, followed by count elements */
+    zap_coll_hdr_t *in;  /* receive area, same layout */
+    zap_buf_t buf;       /* acc and in when there is a payload */
+    zap_coll_hdr_t inline_hdr[2]; /* acc and in without payload */
+    size_t msg_bytes;
+    size_t in_len;
+    zap_status_t in_st;
+} zap_coll_rd_t;
+
+struct zap_coll_op {
+    zap_request_t req;          /* first: what the caller holds */
+    zap_comm_t *comm;
+    uint64_t seq;
+    zap_coll_kind_t kind;
+    int alg;
+    zap_coll_progress_fn progress; /* the algorithm, run once agreement is done */
+    bool agreeing;                 /* the header exchange (op->rd) is still running */
+    zap_status_t status;        /* ZAP_INPROGRESS until complete */
+    zap_status_t local_error;   /* this rank's own argument error, reported after agreement */
+    zap_mem_kind_t mem;         /* where the user buffers live (host, managed, device) */
+    /* transport requests of the current step */
+    zap_request_t *reqs[ZAP_COLL_MAX_REQS];
+    size_t *rlen[ZAP_COLL_MAX_REQS];
+    zap_status_t *rst[ZAP_COLL_MAX_REQS]; /* where a receive's own status goes (NULL: fail the op) */
+    int nreqs;
+    zap_buf_t scratch;
+    zap_buf_t scratch2;
+    zap_coll_hdr_t hdr_own;      /* this rank's header */
+    zap_coll_rd_t rd;            /* the header exchange (and the rd allreduce) */
+    struct zap_coll_op *next;    /* active or free list */
+    bool active;
+    alignas(max_align_t) unsigned char alg_state[ZAP_COLL_ALG_STATE_BYTES];
+};
+
+struct zap_comm {
+    zap_transport_t *t;
+    int rank, size;
+    int *ranks;                 /* comm rank -> transport rank; NULL for identity */
+    uint32_t id;
+    uint64_t seq;
+    zap_coll_op_t *active_head; /* in post order */
+    zap_coll_op_t *free_ops;
+    zap_transport_t req_base;   /* dispatches zap_request_* calls on collective requests */
+};
+
+/* --- comm.c ---------------------------------------------------------------- */
+/* Takes an operation from the free list and fills the common fields; its seq
+ * is the communicator's next. */
+zap_status_t zap_coll_op_get(zap_comm_t *comm, zap_coll_kind_t kind, int alg, zap_coll_op_t **op_p);
+/* Makes op active and runs its first progress call. On ZAP_OK the caller
+ * either returns the request or waits on it. */
+zap_status_t zap_coll_op_start(zap_coll_op_t *op, zap_request_t **req_p);
+/* Blocking helper: start, wait, free; returns the operation's status. */
+zap_status_t zap_coll_op_run(zap_coll_op_t *op);
+/* Releases an operation that was never started. */
+void zap_coll_op_discard(zap_coll_op_t *op);
+
+static inline uint64_t zap_coll_tag(const zap_coll_op_t *op, int phase, int step)
+{
+    return ZAP_COLL_TAG_BIT | ((uint64_t)(op->comm->id & ZAP_COLL_COMM_ID_MAX) << 48) |
+           ((op->seq & 0xffffffffu) << 16) | ((uint64_t)(phase & 0xf) << 12) | (uint64_t)(step & ZAP_COLL_STEP_MAX);
+}
+
+/* Posts a send/receive to comm rank peer in the current step. A receive's
+ * length lands in *len_p (optional) on completion. st_p, when not NULL,
+ * receives the receive's own completion status (truncation is a mismatch, not
+ * an operation failure); otherwise an error fails the operation. */
+zap_status_t zap_coll_send(zap_coll_op_t *op, int peer, int phase, int step, const void *buf, size_t len);
+zap_status_t zap_coll_recv(zap_coll_op_t *op, int peer, int phase, int step, void *buf, size_t cap,
+                           size_t *len_p, zap_status_t *st_p);
+/* ZAP_INPROGRESS while any request of the step is pending; else frees them and
+ * returns ZAP_OK or the first error. */
+zap_status_t zap_coll_step_test(zap_coll_op_t *op);
+
+/* Scratch from the transport's pool (size 0 gives an empty buffer). */
+zap_status_t zap_coll_scratch(zap_coll_op_t *op, zap_buf_t *buf, size_t size);
+
+/* Local data movement and reduction, dispatched by memory kind. dst may equal
+ * a or b. */
+void zap_coll_copy(const zap_coll_op_t *op, void *dst, const void *src, size_t bytes);
+zap_status_t zap_coll_reduce(const zap_coll_op_t *op, zap_dtype_t dt, zap_op_t zop, void *dst, const void *a,
+                             const void *b, size_t count);
+
+/* --- agree (allreduce_rd.c) --------------------------------------------------- */
+/* Fills op->hdr_own. */
+void zap_coll_hdr_init(zap_coll_op_t *op, size_t count, zap_dtype_t dt, zap_op_t zop, int root, uint64_t extra,
+                       bool bad);
+/* Sets up the recursive-doubling exchange of op->hdr_own in tag phase, with
+ * count elements of payload from data (NULL when count is 0). */
+zap_status_t zap_coll_rd_init(zap_coll_op_t *op, int phase, const void *data, size_t count, zap_dtype_t dt,
+                              zap_op_t zop);
+/* Advances it: ZAP_INPROGRESS, ZAP_OK (arguments agree), ZAP_ERR_MISMATCH
+ * (logged once with the differing field) or a transport error. */
+zap_status_t zap_coll_rd_progress(zap_coll_op_t *op);
+/* The payload after ZAP_OK. */
+void *zap_coll_rd_result(zap_coll_op_t *op);
+/* Releases the engine's buffer (done by the engine's owner at the end). */
+void zap_coll_rd_release(zap_coll_op_t *op);
+
+/* --- algorithm entry points ------------------------------------------------ */
+typedef struct zap_coll_alg {
+    const char *name;
+    const char *description;
+    const char *when;
+} zap_coll_alg_t;
+
+/* Allreduce algorithms, in ZAP_ALLREDUCE_ALG's order after "auto". */
+enum { ZAP_AR_RD, ZAP_AR_RABENSEIFNER, ZAP_AR_RING, ZAP_AR_NALGS };
+enum { ZAP_BC_BINOMIAL, ZAP_BC_SCATTER_ALLGATHER, ZAP_BC_CHAIN, ZAP_BC_NALGS };
+
+/* A blocking recursive-doubling allreduce that ignores ZAP_ALLREDUCE_ALG
+ * (for zap's own exchanges: communicator ids). */
+zap_status_t zap_coll_allreduce_rd(zap_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
+                                   zap_dtype_t dt, zap_op_t zop);
+zap_status_t zap_allreduce_rabenseifner_init(zap_coll_op_t *op, const void *sendbuf, void *recvbuf, size_t count,
+                                             zap_dtype_t dt, zap_op_t zop);
+zap_status_t zap_allreduce_ring_init(zap_coll_op_t *op, const void *sendbuf, void *recvbuf, size_t count,
+                                     zap_dtype_t dt, zap_op_t zop);
+zap_status_t zap_allreduce_rd_init(zap_coll_op_t *op, const void *sendbuf, void *recvbuf, size_t count,
+                                   zap_dtype_t dt, zap_op_t zop);
+
+zap_status_t zap_bcast_binomial_init(zap_coll_op_t *op, void *buf, size_t bytes, int root);
+zap_status_t zap_bcast_scatter_allgather_init(zap_coll_op_t *op, void *buf, size_t bytes, int root);
+zap_status_t zap_bcast_chain_init(zap_coll_op_t *op, void *buf, size_t bytes, int root);
+
+/* Bytes per pipeline segment (ZAP_COLL_PIPELINE_BYTES). */
+size_t zap_coll_pipeline_bytes(void);
+
+#endif

@@ -1,0 +1,505 @@
+/* Communicators and the operation engine every collective runs on.
+ *
+ * A communicator is an ordered set of ranks of one transport, an id that keeps
+ * its tags apart from other communicators' and a sequence number per
+ * operation. Operations (zap_coll_op_t) are taken from a per-communicator free
+ * list (grown with malloc when a new operation is posted while all are busy,
+ * never during the steps) and kept on an active list in post order. Progress
+ * on any of them advances all of them, in post order: a rank waiting on one
+ * operation must not starve another one that a peer is waiting on.
+ *
+ * Collective requests are zap_request_t's: each communicator carries a small
+ * pseudo transport whose ops table answers test, wait and free for its
+ * operations, so callers use zap_request_test/wait/free on them as on
+ * point-to-point requests. Not thread-safe: one thread drives a communicator. */
+#include "coll/coll_impl.h"
+#include "coll/reduce/reduce.h"
+#include "coll/patterns/patterns.h"
+#include "base/config_table.h"
+#include "base/log.h"
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+static zap_status_t coll_req_test(zap_request_t *req);
+static zap_status_t coll_req_wait(zap_request_t *req, double deadline);
+static void coll_req_free(zap_request_t *req);
+static zap_status_t coll_req_progress(zap_transport_t *t) { (void)t; return ZAP_OK; }
+static void coll_req_close(zap_transport_t *t) { (void)t; }
+
+static const zap_transport_ops_t coll_req_ops = {
+    .name = "coll",
+    .test = coll_req_test,
+    .wait = coll_req_wait,
+    .request_free = coll_req_free,
+    .progress = coll_req_progress,
+    .close = coll_req_close,
+};
+
+/* Ids handed to communicators: each rank proposes the next id it has not
+ * used and the communicator takes the maximum over its ranks, so two
+ * communicators sharing a rank never share an id (up to wrap-around after
+ * 32767 creations). Process-wide because in-process ranks share a process. */
+static atomic_uint next_comm_id = 1;
+
+static int comm_to_transport_rank(const zap_comm_t *comm, int r) { return comm->ranks ? comm->ranks[r] : r; }
+
+static zap_comm_t *comm_alloc(zap_transport_t *t, int rank, int size, int *ranks)
+{
+    zap_comm_t *c = calloc(1, sizeof(*c));
+    if (c == NULL)
+        return NULL;
+    c->t = t;
+    c->rank = rank;
+    c->size = size;
+    c->ranks = ranks;
+    c->id = ZAP_COLL_BOOT_ID;
+    zap_transport_base_init(&c->req_base, &coll_req_ops, rank, size, NULL, false);
+    return c;
+}
+
+static void comm_free(zap_comm_t *c)
+{
+    zap_coll_op_t *op = c->free_ops;
+    while (op) {
+        zap_coll_op_t *n = op->next;
+        free(op);
+        op = n;
+    }
+    free(c->ranks);
+    free(c);
+}
+
+/* Agrees on a fresh id over comm's ranks (an allreduce of proposals, MAX). */
+static zap_status_t comm_agree_id(zap_comm_t *comm, zap_comm_t *over, uint32_t *id_p)
+{
+    uint64_t proposal = atomic_load(&next_comm_id), agreed = 0;
+    zap_status_t st = zap_coll_allreduce_rd(over, &proposal, &agreed, 1, ZAP_DT_UINT64, ZAP_OP_MAX);
+    if (st != ZAP_OK)
+        return st;
+    uint32_t id = (uint32_t)(agreed % ZAP_COLL_COMM_ID_MAX);
+    if (id == ZAP_COLL_BOOT_ID)
+        id = 1;
+    /* Raise the process-wide counter past the agreed id. */
+    unsigned cur = atomic_load(&next_comm_id);
+    while (cur <= agreed && !atomic_compare_exchange_weak(&next_comm_id, &cur, (unsigned)agreed + 1))
+        ;
+    (void)comm;
+    *id_p = id;
+    return ZAP_OK;
+}
+
+zap_status_t zap_comm_create(zap_transport_t *t, zap_comm_t **comm_p)
+{
+    if (t == NULL || comm_p == NULL)
+        return ZAP_ERR_INVALID_PARAM;
+    int rank = zap_transport_rank(t), size = zap_transport_size(t);
+    zap_comm_t *c = comm_alloc(t, rank, size, NULL);
+    if (c == NULL)
+        return ZAP_ERR_NO_MEMORY;
+    /* The id exchange runs on the communicator itself with the reserved boot
+     * id and sequence 0: every zap_comm_create on a transport exchanges the same
+     * messages in the same order, so consecutive creations cannot cross. */
+    uint32_t id = 0;
+    zap_status_t st = comm_agree_id(c, c, &id);
+    if (st != ZAP_OK) {
+        comm_free(c);
+        return st;
+    }
+    c->id = id;
+    c->seq = 0;
+    *comm_p = c;
+    return ZAP_OK;
+}
+
+zap_status_t zap_comm_split(zap_comm_t *comm, int color, int key, zap_comm_t **newcomm_p)
+{
+    if (comm == NULL || newcomm_p == NULL || (color < 0 && color != ZAP_COMM_UNDEFINED))
+        return ZAP_ERR_INVALID_PARAM;
+    int p = comm->size;
+    int64_t *all = malloc(sizeof(int64_t) * 2 * (size_t)p);
+    if (all == NULL)
+        return ZAP_ERR_NO_MEMORY;
+    int64_t mine[2] = {color, key};
+    zap_status_t st = zap_allgather(comm, mine, 2, all, ZAP_DT_INT64);
+    uint32_t id = 0;
+    if (st == ZAP_OK)
+        st = comm_agree_id(comm, comm, &id);
+    if (st != ZAP_OK) {
+        free(all);
+        return st;
+    }
+    if (color == ZAP_COMM_UNDEFINED) {
+        free(all);
+        *newcomm_p = NULL;
+        return ZAP_OK;
+    }
+    /* Members: same color, ordered by (key, old rank); insertion sort, p is small. */
+    int n = 0;
+    int *members = malloc(sizeof(int) * (size_t)p);
+    if (members == NULL) {
+        free(all);
+        return ZAP_ERR_NO_MEMORY;
+    }
+    for (int r = 0; r < p; r++) {
+        if (all[2 * r] != color)
+            continue;
+        int i = n++;
+        while (i > 0 && all[2 * members[i - 1] + 1] > all[2 * r + 1]) {
+            members[i] = members[i - 1];
+            i--;
+        }
+        members[i] = r;
+    }
+    int newrank = -1;
+    for (int i = 0; i < n; i++) {
+        if (members[i] == comm->rank)
+            newrank = i;
+        members[i] = comm_to_transport_rank(comm, members[i]);
+    }
+    free(all);
+    zap_comm_t *c = comm_alloc(comm->t, newrank, n, members);
+    if (c == NULL) {
+        free(members);
+        return ZAP_ERR_NO_MEMORY;
+    }
+    zap_transport_base_init(&c->req_base, &coll_req_ops, newrank, n, NULL, false);
+    c->id = id;
+    *newcomm_p = c;
+    return ZAP_OK;
+}
+
+void zap_comm_destroy(zap_comm_t *comm)
+{
+    if (comm == NULL)
+        return;
+    int left = 0;
+    while (comm->active_head != NULL) {
+        /* Requests the caller never freed: cancel them so no transport
+         * request outlives the communicator. */
+        zap_coll_op_t *op = comm->active_head;
+        coll_req_free(&op->req);
+        left++;
+    }
+    if (left > 0)
+        zap_warn("coll: communicator %u destroyed with %d collective requests not freed (cancelled)", comm->id,
+                 left);
+    comm_free(comm);
+}
+
+int zap_comm_rank(const zap_comm_t *comm) { return comm ? comm->rank : -1; }
+int zap_comm_size(const zap_comm_t *comm) { return comm ? comm->size : -1; }
+zap_transport_t *zap_comm_transport(const zap_comm_t *comm) { return comm ? comm->t : NULL; }
+
+/* --- operations ----------------------------------------------------------- */
+
+zap_status_t zap_coll_op_get(zap_comm_t *comm, zap_coll_kind_t kind, int alg, zap_coll_op_t **op_p)
+{
+    zap_coll_op_t *op = comm->free_ops;
+    if (op != NULL) {
+        comm->free_ops = op->next;
+    } else {
+        op = aligned_alloc(alignof(zap_coll_op_t), (sizeof(zap_coll_op_t) + alignof(zap_coll_op_t) - 1) /
+                                                       alignof(zap_coll_op_t) * alignof(zap_coll_op_t));
+        if (op == NULL)
+            return ZAP_ERR_NO_MEMORY;
+    }
+    memset(op, 0, offsetof(zap_coll_op_t, alg_state));
+    zap_request_base_init(&op->req, &comm->req_base, ZAP_REQ_SEND, -1, 0);
+    op->comm = comm;
+    op->seq = ++comm->seq;
+    op->kind = kind;
+    op->alg = alg;
+    op->status = ZAP_INPROGRESS;
+    op->mem = ZAP_MEM_HOST;
+    op->req.tag = zap_coll_tag(op, 0, 0);
+    *op_p = op;
+    return ZAP_OK;
+}
+
+static void op_release_resources(zap_coll_op_t *op)
+{
+    for (int i = 0; i < op->nreqs; i++)
+        zap_request_free(op->reqs[i]);
+    op->nreqs = 0;
+    (void)zap_buf_free(&op->scratch);
+    (void)zap_buf_free(&op->scratch2);
+    zap_coll_rd_release(op);
+}
+
+static void op_put(zap_coll_op_t *op)
+{
+    zap_comm_t *comm = op->comm;
+    op_release_resources(op);
+    op->next = comm->free_ops;
+    comm->free_ops = op;
+}
+
+void zap_coll_op_discard(zap_coll_op_t *op)
+{
+    if (op != NULL)
+        op_put(op);
+}
+
+/* One progress call on one operation; completes it on anything but
+ * ZAP_INPROGRESS. */
+static void op_advance(zap_coll_op_t *op)
+{
+    if (op->status != ZAP_INPROGRESS)
+        return;
+    zap_status_t st = ZAP_INPROGRESS;
+    if (op->agreeing) {
+        st = zap_coll_rd_progress(op);
+        if (st == ZAP_ERR_MISMATCH && op->local_error != ZAP_OK)
+            st = op->local_error; /* the rank at fault reports its own error */
+        if (st == ZAP_OK) {
+            op->agreeing = false;
+            if (op->local_error != ZAP_OK)
+                st = op->local_error;
+            else
+                st = op->progress ? ZAP_INPROGRESS : ZAP_OK;
+        }
+    }
+    if (!op->agreeing && st == ZAP_INPROGRESS && op->progress != NULL)
+        st = op->progress(op);
+    if (st != ZAP_INPROGRESS) {
+        /* Done: give back the transport requests and scratch now, so a
+         * completed request holds nothing but itself. */
+        op_release_resources(op);
+        op->status = st;
+        zap_request_complete(&op->req, st);
+    }
+}
+
+/* Advances every active operation of the communicator, in post order. */
+static void comm_progress(zap_comm_t *comm)
+{
+    for (zap_coll_op_t *op = comm->active_head; op != NULL; op = op->next)
+        op_advance(op);
+}
+
+static void active_remove(zap_coll_op_t *op)
+{
+    zap_comm_t *comm = op->comm;
+    zap_coll_op_t **pp = &comm->active_head;
+    while (*pp != NULL && *pp != op)
+        pp = &(*pp)->next;
+    if (*pp == op)
+        *pp = op->next;
+    op->active = false;
+    op->next = NULL;
+}
+
+zap_status_t zap_coll_op_start(zap_coll_op_t *op, zap_request_t **req_p)
+{
+    zap_comm_t *comm = op->comm;
+    op->next = NULL;
+    zap_coll_op_t **pp = &comm->active_head;
+    while (*pp != NULL)
+        pp = &(*pp)->next;
+    *pp = op;
+    op->active = true;
+    comm_progress(comm);
+    if (req_p != NULL)
+        *req_p = &op->req;
+    return ZAP_OK;
+}
+
+static zap_status_t coll_req_test(zap_request_t *req)
+{
+    zap_coll_op_t *op = (zap_coll_op_t *)req;
+    if (op->status == ZAP_INPROGRESS) {
+        (void)zap_transport_progress(op->comm->t);
+        comm_progress(op->comm);
+    }
+    return op->status;
+}
+
+/* The first pending transport request of op, to sleep on. */
+static zap_request_t *first_pending(zap_coll_op_t *op)
+{
+    for (int i = 0; i < op->nreqs; i++)
+        if (zap_request_status(op->reqs[i]) == ZAP_INPROGRESS)
+            return op->reqs[i];
+    return NULL;
+}
+
+static zap_status_t coll_req_wait(zap_request_t *req, double deadline)
+{
+    zap_coll_op_t *op = (zap_coll_op_t *)req;
+    zap_comm_t *comm = op->comm;
+    unsigned spins = 0;
+    for (;;) {
+        comm_progress(comm);
+        if (op->status != ZAP_INPROGRESS)
+            return op->status;
+        if (zap_clock_now() > deadline) {
+            zap_error("coll: rank %d: collective (seq %llu, kind %d) timed out on communicator %u", comm->rank,
+                      (unsigned long long)op->seq, (int)op->kind, comm->id);
+            return ZAP_ERR_TIMED_OUT;
+        }
+        /* With one operation active it is safe to sleep on its next pending
+         * transport request; with several, one may need progress while the
+         * other sleeps, so poll. */
+        zap_request_t *pending = comm->active_head == op && op->next == NULL ? first_pending(op) : NULL;
+        if (pending != NULL) {
+            zap_status_t st = zap_request_wait_until(pending, deadline);
+            if (st == ZAP_ERR_TIMED_OUT)
+                return st;
+        } else {
+            (void)zap_transport_progress(comm->t);
+            if (++spins % 64 == 0)
+                sched_yield();
+        }
+    }
+}
+
+static void coll_req_free(zap_request_t *req)
+{
+    zap_coll_op_t *op = (zap_coll_op_t *)req;
+    if (op->active)
+        active_remove(op);
+    op_put(op);
+}
+
+zap_status_t zap_coll_op_run(zap_coll_op_t *op)
+{
+    zap_request_t *req = NULL;
+    zap_status_t st = zap_coll_op_start(op, &req);
+    if (st != ZAP_OK)
+        return st;
+    st = op->status;
+    if (st == ZAP_INPROGRESS)
+        st = coll_req_wait(req, zap_clock_now() + zap_timeout_seconds());
+    coll_req_free(req);
+    return st;
+}
+
+/* --- steps ---------------------------------------------------------------- */
+
+zap_status_t zap_coll_send(zap_coll_op_t *op, int peer, int phase, int step, const void *buf, size_t len)
+{
+    if (op->nreqs == ZAP_COLL_MAX_REQS)
+        return ZAP_ERR_NO_RESOURCE;
+    zap_request_t *r = NULL;
+    zap_status_t st = zap_transport_isend(op->comm->t, comm_to_transport_rank(op->comm, peer),
+                                          zap_coll_tag(op, phase, step), buf, len, &r);
+    if (st != ZAP_OK)
+        return st;
+    op->rlen[op->nreqs] = NULL;
+    op->rst[op->nreqs] = NULL;
+    op->reqs[op->nreqs++] = r;
+    return ZAP_OK;
+}
+
+zap_status_t zap_coll_recv(zap_coll_op_t *op, int peer, int phase, int step, void *buf, size_t cap, size_t *len_p,
+                           zap_status_t *st_p)
+{
+    if (op->nreqs == ZAP_COLL_MAX_REQS)
+        return ZAP_ERR_NO_RESOURCE;
+    zap_request_t *r = NULL;
+    zap_status_t st = zap_transport_irecv(op->comm->t, comm_to_transport_rank(op->comm, peer),
+                                          zap_coll_tag(op, phase, step), buf, cap, &r);
+    if (st != ZAP_OK)
+        return st;
+    op->rlen[op->nreqs] = len_p;
+    op->rst[op->nreqs] = st_p;
+    op->reqs[op->nreqs++] = r;
+    return ZAP_OK;
+}
+
+zap_status_t zap_coll_step_test(zap_coll_op_t *op)
+{
+    for (int i = 0; i < op->nreqs; i++) {
+        int done = 0;
+        zap_status_t st = zap_request_test(op->reqs[i], &done);
+        if (!done && st == ZAP_OK)
+            return ZAP_INPROGRESS;
+    }
+    zap_status_t first = ZAP_OK;
+    for (int i = 0; i < op->nreqs; i++) {
+        zap_status_t st = zap_request_status(op->reqs[i]);
+        if (op->rst[i] != NULL) {
+            *op->rst[i] = st;
+            st = ZAP_OK;
+        }
+        if (op->rlen[i] != NULL)
+            *op->rlen[i] = op->reqs[i]->received_len;
+        if (st != ZAP_OK && first == ZAP_OK)
+            first = st;
+        zap_request_free(op->reqs[i]);
+    }
+    op->nreqs = 0;
+    return first;
+}
+
+zap_status_t zap_coll_scratch(zap_coll_op_t *op, zap_buf_t *buf, size_t size)
+{
+    if (size == 0) {
+        memset(buf, 0, sizeof(*buf));
+        return ZAP_OK;
+    }
+    zap_status_t st = zap_transport_alloc(op->comm->t, size, buf);
+    if (st != ZAP_OK)
+        zap_error("coll: rank %d: no scratch buffer of %zu bytes from the transport pool (%s)", op->comm->rank,
+                  size, zap_status_string(st));
+    return st;
+}
+
+void zap_coll_copy(const zap_coll_op_t *op, void *dst, const void *src, size_t bytes)
+{
+    if (bytes == 0 || dst == src)
+        return;
+    if (op->mem == ZAP_MEM_DEVICE || op->mem == ZAP_MEM_MANAGED) {
+        if (zap_cuda_copy(dst, src, bytes) == ZAP_OK)
+            return;
+    }
+    memcpy(dst, src, bytes);
+}
+
+zap_status_t zap_coll_reduce(const zap_coll_op_t *op, zap_dtype_t dt, zap_op_t zop, void *dst, const void *a,
+                             const void *b, size_t count)
+{
+    if (count == 0)
+        return ZAP_OK;
+    if (op->mem == ZAP_MEM_DEVICE || op->mem == ZAP_MEM_MANAGED)
+        return zap_cuda_reduce(dt, zop, dst, a, b, count);
+    zap_reduce_cpu(dt, zop, dst, a, b, count);
+    return ZAP_OK;
+}
+
+size_t zap_coll_pipeline_bytes(void)
+{
+    uint64_t v = 256 * 1024;
+    (void)zap_cfg_get_u64(ZAP_CFG_COLL_PIPELINE_BYTES, &v);
+    return (size_t)v;
+}
+
+/* --- barrier: the header exchange alone ------------------------------------ */
+
+zap_status_t zap_ibarrier(zap_comm_t *comm, zap_request_t **req_p)
+{
+    if (comm == NULL || req_p == NULL)
+        return ZAP_ERR_INVALID_PARAM;
+    zap_coll_op_t *op = NULL;
+    zap_status_t st = zap_coll_op_get(comm, ZAP_COLL_BARRIER, 0, &op);
+    if (st != ZAP_OK)
+        return st;
+    zap_coll_hdr_init(op, 0, ZAP_DT_UINT8, ZAP_OP_SUM, -1, 0, false);
+    (void)zap_coll_rd_init(op, 0, NULL, 0, ZAP_DT_UINT8, ZAP_OP_SUM);
+    op->agreeing = true;
+    op->progress = NULL;
+    return zap_coll_op_start(op, req_p);
+}
+
+zap_status_t zap_barrier(zap_comm_t *comm)
+{
+    zap_request_t *req = NULL;
+    zap_status_t st = zap_ibarrier(comm, &req);
+    if (st != ZAP_OK)
+        return st;
+    st = zap_request_wait(req);
+    zap_request_free(req);
+    return st;
+}

@@ -1,0 +1,193 @@
+/* Scatter(v): the root sends each rank its part directly (linear), every send
+ * posted at once (in batches of ZAP_COLL_MAX_REQS), so the root's link carries
+ * (p-1)/p of the data once, which is the least any algorithm can do for
+ * distinct shards (a tree would forward shards through intermediate ranks).
+ *
+ * Counts are known only at the root, so a receive capacity that is too small
+ * shows up only on the receiver (a truncated message). A second header
+ * exchange after the data (tag phase 3) carries that "bad" flag to every rank:
+ * the receiver returns ZAP_ERR_INVALID_PARAM, all others ZAP_ERR_MISMATCH. */
+#include "coll/coll_impl.h"
+#include "coll/selection.h"
+#include "base/log.h"
+#include <string.h>
+
+#define PHASE_DATA 1
+#define PHASE_STATUS 3
+
+typedef enum scv_state { SCV_START, SCV_SEND_POST, SCV_SEND_WAIT, SCV_RECV_WAIT, SCV_STATUS, SCV_DONE } scv_state_t;
+
+typedef struct scv {
+    scv_state_t state;
+    const char *sendbuf;
+    const size_t *counts, *displs;
+    size_t fixed_count; /* scatter: counts == NULL */
+    char *recvbuf;
+    size_t recvcount, esize;
+    int root, next;
+    zap_status_t rst;
+    bool truncated;
+} scv_t;
+_Static_assert(sizeof(scv_t) <= ZAP_COLL_ALG_STATE_BYTES, "state too large");
+
+static size_t cnt(const scv_t *s, int r) { return s->counts ? s->counts[r] : s->fixed_count; }
+static size_t dsp(const scv_t *s, int r) { return s->counts ? s->displs[r] : (size_t)r * s->fixed_count; }
+
+static zap_status_t scv_progress(zap_coll_op_t *op)
+{
+    scv_t *s = (scv_t *)op->alg_state;
+    int rank = op->comm->rank, p = op->comm->size;
+    zap_status_t st;
+    for (;;) {
+        switch (s->state) {
+        case SCV_START:
+            if (rank == s->root) {
+                if (cnt(s, rank) > s->recvcount) {
+                    zap_error("coll: rank %d: scatterv: root's own count %zu exceeds its recvcount %zu", rank,
+                              cnt(s, rank), s->recvcount);
+                    s->truncated = true;
+                } else {
+                    zap_coll_copy(op, s->recvbuf, s->sendbuf + dsp(s, rank) * s->esize, cnt(s, rank) * s->esize);
+                }
+                s->next = 0;
+                s->state = SCV_SEND_POST;
+            } else {
+                st = zap_coll_recv(op, s->root, PHASE_DATA, 0, s->recvbuf, s->recvcount * s->esize, NULL, &s->rst);
+                if (st != ZAP_OK)
+                    return st;
+                s->state = SCV_RECV_WAIT;
+            }
+            break;
+        case SCV_SEND_POST:
+            while (s->next < p && op->nreqs < ZAP_COLL_MAX_REQS) {
+                int r = s->next++;
+                if (r == rank)
+                    continue;
+                st = zap_coll_send(op, r, PHASE_DATA, 0, s->sendbuf + dsp(s, r) * s->esize, cnt(s, r) * s->esize);
+                if (st != ZAP_OK)
+                    return st;
+            }
+            s->state = SCV_SEND_WAIT;
+            break;
+        case SCV_SEND_WAIT:
+            if ((st = zap_coll_step_test(op)) != ZAP_OK)
+                return st;
+            s->state = s->next < p ? SCV_SEND_POST : SCV_STATUS;
+            break;
+        case SCV_RECV_WAIT:
+            if ((st = zap_coll_step_test(op)) != ZAP_OK)
+                return st;
+            if (s->rst == ZAP_ERR_TRUNCATED) {
+                zap_error("coll: rank %d: scatterv: the root sent more than recvcount %zu elements", rank,
+                          s->recvcount);
+                s->truncated = true;
+            } else if (s->rst != ZAP_OK) {
+                return s->rst;
+            }
+            s->state = SCV_STATUS;
+            break;
+        case SCV_STATUS:
+            if (s->truncated)
+                op->hdr_own.min[ZAP_HDR_BAD] = op->hdr_own.max[ZAP_HDR_BAD] = 1;
+            if ((st = zap_coll_rd_init(op, PHASE_STATUS, NULL, 0, ZAP_DT_UINT8, ZAP_OP_SUM)) != ZAP_OK)
+                return st;
+            s->state = SCV_DONE;
+            break;
+        case SCV_DONE:
+            st = zap_coll_rd_progress(op);
+            if (st == ZAP_ERR_MISMATCH && s->truncated)
+                return ZAP_ERR_INVALID_PARAM;
+            return st;
+        }
+    }
+}
+
+static zap_status_t post(zap_comm_t *comm, bool is_v, const void *sendbuf, const size_t *counts,
+                         const size_t *displs, size_t fixed, void *recvbuf, size_t recvcount, zap_dtype_t dt, int root,
+                         zap_request_t **req_p)
+{
+    if (comm == NULL || req_p == NULL)
+        return ZAP_ERR_INVALID_PARAM;
+    zap_status_t local = ZAP_OK;
+    size_t esize = zap_dtype_size(dt);
+    int p = comm->size;
+    if (esize == 0) {
+        zap_error("coll: rank %d: scatter: invalid datatype %d", comm->rank, (int)dt);
+        local = ZAP_ERR_INVALID_PARAM;
+    } else if (root < 0 || root >= p) {
+        zap_error("coll: rank %d: scatter: root %d is not in [0, %d)", comm->rank, root, p);
+        local = ZAP_ERR_INVALID_PARAM;
+    } else if (recvcount > 0 && recvbuf == NULL) {
+        zap_error("coll: rank %d: scatter: NULL recvbuf with recvcount %zu", comm->rank, recvcount);
+        local = ZAP_ERR_INVALID_PARAM;
+    } else if (comm->rank == root) {
+        size_t total = 0;
+        bool ok = !is_v || (counts != NULL && displs != NULL);
+        for (int r = 0; ok && r < p; r++)
+            total += is_v ? counts[r] : fixed;
+        if (!ok || (total > 0 && sendbuf == NULL)) {
+            zap_error("coll: rank %d: scatter: root needs sendbuf, counts and displs", comm->rank);
+            local = ZAP_ERR_INVALID_PARAM;
+        }
+    }
+    zap_coll_op_t *op = NULL;
+    zap_status_t st = zap_coll_op_get(comm, ZAP_COLL_SCATTERV, 0, &op);
+    if (st != ZAP_OK)
+        return st;
+    zap_coll_hdr_init(op, is_v ? 0 : fixed, dt, ZAP_OP_SUM, root, is_v ? 1 : 0, local != ZAP_OK);
+    if (local != ZAP_OK) {
+        zap_coll_op_fail_local(op, local);
+    } else {
+        scv_t *s = (scv_t *)op->alg_state;
+        memset(s, 0, sizeof(*s));
+        s->state = SCV_START;
+        s->sendbuf = sendbuf;
+        s->counts = is_v ? counts : NULL;
+        s->displs = is_v ? displs : NULL;
+        s->fixed_count = fixed;
+        s->recvbuf = recvbuf;
+        s->recvcount = recvcount;
+        s->esize = esize;
+        s->root = root;
+        op->mem = zap_coll_mem_kind(comm, recvbuf, recvcount * esize);
+        op->progress = scv_progress;
+        (void)zap_coll_rd_init(op, 0, NULL, 0, dt, ZAP_OP_SUM);
+        op->agreeing = true;
+    }
+    return zap_coll_op_start(op, req_p);
+}
+
+zap_status_t zap_iscatterv(zap_comm_t *comm, const void *sendbuf, const size_t *counts, const size_t *displs,
+                           void *recvbuf, size_t recvcount, zap_dtype_t dt, int root, zap_request_t **req_p)
+{
+    return post(comm, true, sendbuf, counts, displs, 0, recvbuf, recvcount, dt, root, req_p);
+}
+
+zap_status_t zap_iscatter(zap_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count, zap_dtype_t dt,
+                          int root, zap_request_t **req_p)
+{
+    return post(comm, false, sendbuf, NULL, NULL, count, recvbuf, count, dt, root, req_p);
+}
+
+zap_status_t zap_scatterv(zap_comm_t *comm, const void *sendbuf, const size_t *counts, const size_t *displs,
+                          void *recvbuf, size_t recvcount, zap_dtype_t dt, int root)
+{
+    zap_request_t *req = NULL;
+    zap_status_t st = zap_iscatterv(comm, sendbuf, counts, displs, recvbuf, recvcount, dt, root, &req);
+    if (st != ZAP_OK)
+        return st;
+    st = zap_request_wait(req);
+    zap_request_free(req);
+    return st;
+}
+
+zap_status_t zap_scatter(zap_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count, zap_dtype_t dt, int root)
+{
+    zap_request_t *req = NULL;
+    zap_status_t st = zap_iscatter(comm, sendbuf, recvbuf, count, dt, root, &req);
+    if (st != ZAP_OK)
+        return st;
+    st = zap_request_wait(req);
+    zap_request_free(req);
+    return st;
+}

@@ -1,0 +1,203 @@
+// Test harness for the collectives over the in-process transport: a world of
+// n ranks as threads, each with its own communicator, plus value helpers that
+// compute references independently of zap's reduction code.
+#pragma once
+#include <gtest/gtest.h>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <thread>
+#include <vector>
+extern "C" {
+#include "zap/coll.h"
+#include "zap/inproc.h"
+}
+
+namespace colltest {
+
+struct World {
+    zap_inproc_world_t *w = nullptr;
+    std::vector<zap_transport_t *> t;
+    std::vector<zap_comm_t *> c;
+    int n;
+    explicit World(int nranks) : n(nranks)
+    {
+        EXPECT_EQ(zap_inproc_world_create(n, nullptr, &w), ZAP_OK);
+        t.resize(n);
+        c.resize(n, nullptr);
+        for (int r = 0; r < n; r++)
+            EXPECT_EQ(zap_inproc_transport(w, r, &t[r]), ZAP_OK);
+        run([&](int r) { EXPECT_EQ(zap_comm_create(t[r], &c[r]), ZAP_OK); });
+    }
+    ~World()
+    {
+        for (auto *x : c)
+            zap_comm_destroy(x);
+        zap_inproc_world_destroy(w);
+    }
+    // Runs fn(rank) on one thread per rank and joins them.
+    void run(const std::function<void(int)> &fn)
+    {
+        std::vector<std::thread> ts;
+        for (int r = 0; r < n; r++)
+            ts.emplace_back(fn, r);
+        for (auto &x : ts)
+            x.join();
+    }
+};
+
+inline bool is_float(zap_dtype_t dt)
+{
+    return dt == ZAP_DT_FLOAT16 || dt == ZAP_DT_BFLOAT16 || dt == ZAP_DT_FLOAT32 || dt == ZAP_DT_FLOAT64;
+}
+inline bool is_signed(zap_dtype_t dt) { return dt <= ZAP_DT_INT64; }
+inline size_t dsize(zap_dtype_t dt)
+{
+    static const size_t s[] = {1, 2, 4, 8, 1, 2, 4, 8, 2, 2, 4, 8};
+    return s[dt];
+}
+
+// Exact encodings of small dyadic values (no rounding needed, so a naive
+// encoder is independent of zap's and correct).
+inline uint16_t enc_half(double v)
+{
+    if (v == 0)
+        return std::signbit(v) ? 0x8000 : 0;
+    uint16_t sign = v < 0 ? 0x8000 : 0;
+    int e;
+    double m = std::frexp(std::fabs(v), &e); // v = m * 2^e, m in [0.5, 1)
+    int exp = e - 1 + 15;
+    uint16_t man = (uint16_t)std::lround((m * 2 - 1) * 1024);
+    return (uint16_t)(sign | (exp << 10) | man);
+}
+inline double dec_half(uint16_t h)
+{
+    int exp = (h >> 10) & 31, man = h & 1023;
+    double v = exp == 0 ? std::ldexp(man, -24) : std::ldexp(1024 + man, exp - 25);
+    return (h & 0x8000) ? -v : v;
+}
+inline uint16_t enc_bf16(double v)
+{
+    float f = (float)v;
+    uint32_t x;
+    std::memcpy(&x, &f, 4);
+    return (uint16_t)(x >> 16); // exact for the values used
+}
+inline double dec_bf16(uint16_t h)
+{
+    uint32_t x = (uint32_t)h << 16;
+    float f;
+    std::memcpy(&f, &x, 4);
+    return f;
+}
+
+// Element i of a typed buffer, as double (floats) or as raw 64-bit (ints).
+inline double get_f(zap_dtype_t dt, const void *p, size_t i)
+{
+    switch (dt) {
+    case ZAP_DT_FLOAT16: return dec_half(((const uint16_t *)p)[i]);
+    case ZAP_DT_BFLOAT16: return dec_bf16(((const uint16_t *)p)[i]);
+    case ZAP_DT_FLOAT32: return ((const float *)p)[i];
+    default: return ((const double *)p)[i];
+    }
+}
+inline void put_f(zap_dtype_t dt, void *p, size_t i, double v)
+{
+    switch (dt) {
+    case ZAP_DT_FLOAT16: ((uint16_t *)p)[i] = enc_half(v); break;
+    case ZAP_DT_BFLOAT16: ((uint16_t *)p)[i] = enc_bf16(v); break;
+    case ZAP_DT_FLOAT32: ((float *)p)[i] = (float)v; break;
+    default: ((double *)p)[i] = v; break;
+    }
+}
+// Sign-extended for signed types.
+inline int64_t get_i(zap_dtype_t dt, const void *p, size_t i)
+{
+    switch (dt) {
+    case ZAP_DT_INT8: return ((const int8_t *)p)[i];
+    case ZAP_DT_INT16: return ((const int16_t *)p)[i];
+    case ZAP_DT_INT32: return ((const int32_t *)p)[i];
+    case ZAP_DT_INT64: return ((const int64_t *)p)[i];
+    case ZAP_DT_UINT8: return ((const uint8_t *)p)[i];
+    case ZAP_DT_UINT16: return ((const uint16_t *)p)[i];
+    case ZAP_DT_UINT32: return ((const uint32_t *)p)[i];
+    default: return (int64_t)((const uint64_t *)p)[i];
+    }
+}
+inline void put_i(zap_dtype_t dt, void *p, size_t i, uint64_t v)
+{
+    std::memcpy((char *)p + i * dsize(dt), &v, dsize(dt)); // little-endian truncation
+}
+inline uint64_t mix(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ull;
+    x ^= x >> 33;
+    return x;
+}
+
+// Input of rank r, element i: full-range integers; for floats small
+// integer-valued numbers (sum, min, max) or 1, -1, 2 sparsely (prod), so
+// every result is exact in every datatype and order.
+inline void fill_input(zap_dtype_t dt, zap_op_t op, int r, uint64_t seed, void *p, size_t count)
+{
+    for (size_t i = 0; i < count; i++) {
+        uint64_t h = mix(seed * 1000003 + (uint64_t)r * 7919 + i);
+        if (!is_float(dt)) {
+            put_i(dt, p, i, h);
+        } else if (op == ZAP_OP_PROD) {
+            put_f(dt, p, i, (h % 6 == 0) ? 2.0 : ((h >> 8) & 1 ? -1.0 : 1.0));
+        } else {
+            put_f(dt, p, i, (double)((int)(h % 17) - 8));
+        }
+    }
+}
+
+// Reference allreduce of element i over nranks inputs (independent of zap).
+inline void reference(zap_dtype_t dt, zap_op_t op, const std::vector<std::vector<uint8_t>> &in, size_t i,
+                      void *out)
+{
+    if (is_float(dt)) {
+        double acc = get_f(dt, in[0].data(), i);
+        for (size_t r = 1; r < in.size(); r++) {
+            double v = get_f(dt, in[r].data(), i);
+            switch (op) {
+            case ZAP_OP_SUM: acc += v; break;
+            case ZAP_OP_PROD: acc *= v; break;
+            case ZAP_OP_MIN: acc = std::min(acc, v); break;
+            default: acc = std::max(acc, v); break;
+            }
+        }
+        put_f(dt, out, 0, acc);
+        return;
+    }
+    uint64_t acc = (uint64_t)get_i(dt, in[0].data(), i);
+    for (size_t r = 1; r < in.size(); r++) {
+        int64_t v = get_i(dt, in[r].data(), i);
+        switch (op) {
+        case ZAP_OP_SUM: acc += (uint64_t)v; break;
+        case ZAP_OP_PROD: acc *= (uint64_t)v; break;
+        case ZAP_OP_MIN:
+        case ZAP_OP_MAX: {
+            bool less = is_signed(dt) ? (int64_t)acc > v : (uint64_t)acc > (uint64_t)v;
+            // acc holds the sign-extended / zero-extended current value
+            if ((op == ZAP_OP_MIN) == less)
+                acc = (uint64_t)v;
+            break;
+        }
+        case ZAP_OP_BAND: acc &= (uint64_t)v; break;
+        case ZAP_OP_BOR: acc |= (uint64_t)v; break;
+        default: acc ^= (uint64_t)v; break;
+        }
+        // keep acc normalised to the type (sign/zero extension) for compares
+        uint8_t tmp[8];
+        put_i(dt, tmp, 0, acc);
+        acc = (uint64_t)get_i(dt, tmp, 0);
+    }
+    put_i(dt, out, 0, acc);
+}
+
+} // namespace colltest

@@ -1,0 +1,174 @@
+// Allreduce over the in-process transport: every algorithm, datatype and op,
+// rank counts 1..17, sizes 0 to 4 MiB (sampled: small odd counts for every
+// combination, large ones for a few), checked against a reference computed
+// here and for identical bytes on every rank.
+#include "coll_harness.h"
+#include "log_capture.h"
+#include <string>
+
+using namespace colltest;
+
+namespace {
+const char *const kAlgs[] = {"rd", "rabenseifner", "ring"};
+
+// Runs one allreduce on every rank and checks the result. in_place uses
+// ZAP_IN_PLACE. Returns false (after recording failures) on a mismatch.
+void check_allreduce(World &w, zap_dtype_t dt, zap_op_t op, size_t count, uint64_t seed, bool in_place)
+{
+    size_t es = dsize(dt);
+    std::vector<std::vector<uint8_t>> in(w.n, std::vector<uint8_t>(count * es + 1));
+    std::vector<std::vector<uint8_t>> out(w.n, std::vector<uint8_t>(count * es + 1, 0xA5));
+    for (int r = 0; r < w.n; r++)
+        fill_input(dt, op, r, seed, in[r].data(), count);
+    if (in_place)
+        for (int r = 0; r < w.n; r++)
+            out[r] = in[r];
+    std::vector<zap_status_t> st(w.n, ZAP_OK);
+    w.run([&](int r) {
+        st[r] = zap_allreduce(w.c[r], in_place ? ZAP_IN_PLACE : in[r].data(), out[r].data(), count, dt, op);
+    });
+    for (int r = 0; r < w.n; r++)
+        ASSERT_EQ(st[r], ZAP_OK) << "rank " << r << " " << zap_status_string(st[r]);
+    std::vector<uint8_t> ref(8);
+    for (size_t i = 0; i < count; i++) {
+        reference(dt, op, in, i, ref.data());
+        if (std::memcmp(ref.data(), out[0].data() + i * es, es) != 0) {
+            ADD_FAILURE() << zap_dtype_name(dt) << " " << zap_op_name(op) << " count " << count << " element " << i
+                          << " differs from the reference";
+            return;
+        }
+    }
+    for (int r = 1; r < w.n; r++)
+        if (out[r] != out[0]) {
+            ADD_FAILURE() << "rank " << r << " holds other bytes than rank 0 (" << zap_dtype_name(dt) << " "
+                          << zap_op_name(op) << " count " << count << ")";
+            return;
+        }
+    // The guard byte past the end is untouched.
+    for (int r = 0; r < w.n; r++)
+        EXPECT_EQ(out[r][count * es], in_place ? in[r][count * es] : 0xA5) << "overflow on rank " << r;
+}
+
+class AllreduceAll : public ::testing::TestWithParam<std::tuple<int, int>> {};
+
+TEST_P(AllreduceAll, EveryDatatypeAndOpMatchesReferenceOnEveryRank)
+{
+    const char *alg = kAlgs[std::get<0>(GetParam())];
+    int n = std::get<1>(GetParam());
+    ScopedEnv env("ZAP_ALLREDUCE_ALG", alg);
+    World w(n);
+    uint64_t seed = 1;
+    for (int d = 0; d < ZAP_DT_COUNT; d++)
+        for (int o = 0; o < ZAP_OP_COUNT; o++) {
+            zap_dtype_t dt = (zap_dtype_t)d;
+            zap_op_t op = (zap_op_t)o;
+            if (!zap_op_supported(dt, op))
+                continue;
+            for (size_t count : {(size_t)0, (size_t)1, (size_t)3, (size_t)(2 * n + 1), (size_t)257})
+                check_allreduce(w, dt, op, count, seed++, (count % 2) == 1 && o == 0);
+        }
+}
+
+// Large vectors, sampled: the sizes where segmenting and block splits matter.
+TEST_P(AllreduceAll, LargeVectorsMatchReference)
+{
+    const char *alg = kAlgs[std::get<0>(GetParam())];
+    int n = std::get<1>(GetParam());
+    if (n != 1 && n != 2 && n != 3 && n != 4 && n != 7 && n != 8 && n != 13 && n != 17)
+        GTEST_SKIP() << "large sizes sampled on rank counts 1-4, 7, 8, 13, 17 to keep CI short";
+    ScopedEnv env("ZAP_ALLREDUCE_ALG", alg);
+    ScopedEnv seg("ZAP_COLL_PIPELINE_BYTES", "64K"); // several segments per ring block
+    World w(n);
+    check_allreduce(w, ZAP_DT_INT32, ZAP_OP_SUM, 65537, 11, false);
+    check_allreduce(w, ZAP_DT_FLOAT16, ZAP_OP_MAX, 40001, 12, true);
+    check_allreduce(w, ZAP_DT_UINT8, ZAP_OP_BXOR, 300007, 13, false);
+    if (n <= 8)
+        check_allreduce(w, ZAP_DT_FLOAT32, ZAP_OP_SUM, (4u << 20) / 4, 14, false); // 4 MiB
+}
+
+INSTANTIATE_TEST_SUITE_P(AlgRanks, AllreduceAll,
+                         ::testing::Combine(::testing::Range(0, 3), ::testing::Range(1, 18)),
+                         [](const ::testing::TestParamInfo<std::tuple<int, int>> &i) {
+                             return std::string(kAlgs[std::get<0>(i.param)]) + "_" +
+                                    std::to_string(std::get<1>(i.param)) + "ranks";
+                         });
+
+// Floats with rounding: the result depends on the order, so it is checked for
+// identical bytes on every rank and across runs, and for closeness to a
+// double-precision sum.
+TEST(Allreduce, FloatRoundingIsDeterministicAndIdenticalOnEveryRank)
+{
+    for (const char *alg : kAlgs)
+        for (int n : {3, 6, 8}) {
+            ScopedEnv env("ZAP_ALLREDUCE_ALG", alg);
+            World w(n);
+            const size_t count = 4099;
+            std::vector<std::vector<float>> in(n, std::vector<float>(count));
+            for (int r = 0; r < n; r++)
+                for (size_t i = 0; i < count; i++)
+                    in[r][i] = (float)((double)(mix(r * 131 + i) % 100000) / 7.0 - 7000.0);
+            std::vector<std::vector<float>> first;
+            for (int run = 0; run < 2; run++) {
+                std::vector<std::vector<float>> out(n, std::vector<float>(count));
+                w.run([&](int r) {
+                    EXPECT_EQ(zap_allreduce(w.c[r], in[r].data(), out[r].data(), count, ZAP_DT_FLOAT32, ZAP_OP_SUM),
+                              ZAP_OK);
+                });
+                for (int r = 1; r < n; r++)
+                    ASSERT_EQ(std::memcmp(out[r].data(), out[0].data(), count * 4), 0) << alg << " rank " << r;
+                if (run == 0)
+                    first = out;
+                else
+                    ASSERT_EQ(std::memcmp(out[0].data(), first[0].data(), count * 4), 0) << alg << " run to run";
+                for (size_t i = 0; i < count; i++) {
+                    double ref = 0;
+                    for (int r = 0; r < n; r++)
+                        ref += in[r][i];
+                    ASSERT_NEAR(out[0][i], ref, 1e-3 * (std::fabs(ref) + 1)) << alg << " element " << i;
+                }
+            }
+        }
+}
+
+TEST(Allreduce, AutomaticChoiceFollowsTheSelectionTable)
+{
+    EXPECT_STREQ(zap_coll_auto_algorithm("allreduce", 8, 4), "rd");
+    EXPECT_STREQ(zap_coll_auto_algorithm("allreduce", 8 << 20, 4), "ring");
+    EXPECT_EQ(zap_coll_auto_algorithm("nosuch", 8, 4), nullptr);
+    const zap_coll_selection_row_t *ar = nullptr, *bc = nullptr;
+    size_t nar = 0, nbc = 0;
+    size_t total = zap_coll_selection_table(&ar, &nar, &bc, &nbc);
+    EXPECT_EQ(total, nar + nbc);
+    EXPECT_GT(nar, 0u);
+    EXPECT_GT(nbc, 0u);
+    EXPECT_STREQ(ar[0].collective, "allreduce");
+    EXPECT_STREQ(bc[0].collective, "bcast");
+}
+
+TEST(Allreduce, UnknownAlgorithmNameIsAnErrorListingValidOnes)
+{
+    ScopedEnv env("ZAP_ALLREDUCE_ALG", "bogus");
+    LogCapture log;
+    World w(2);
+    std::vector<zap_status_t> st(2);
+    int x[2] = {1, 2}, y[2];
+    w.run([&](int r) { st[r] = zap_allreduce(w.c[r], &x[r], &y[r], 1, ZAP_DT_INT32, ZAP_OP_SUM); });
+    EXPECT_EQ(st[0], ZAP_ERR_INVALID_PARAM);
+    EXPECT_EQ(st[1], ZAP_ERR_INVALID_PARAM);
+    EXPECT_TRUE(log.contains("rabenseifner")) << log.all();
+}
+
+TEST(Allreduce, BitwiseOpOnFloatIsUnsupportedOnThatRankAndMismatchElsewhere)
+{
+    LogCapture log;
+    World w(3);
+    std::vector<zap_status_t> st(3);
+    float x[3] = {1, 2, 3}, y[3];
+    w.run([&](int r) {
+        st[r] = zap_allreduce(w.c[r], &x[r], &y[r], 1, ZAP_DT_FLOAT32, r == 1 ? ZAP_OP_BAND : ZAP_OP_SUM);
+    });
+    EXPECT_EQ(st[1], ZAP_ERR_UNSUPPORTED);
+    EXPECT_EQ(st[0], ZAP_ERR_MISMATCH);
+    EXPECT_EQ(st[2], ZAP_ERR_MISMATCH);
+}
+} // namespace
