@@ -21,8 +21,10 @@
  * with ZAP_UCP_STAGING auto or prefetch their pages are moved to the host
  * before UCX touches them.
  *
- * Lifetime: close tears down UCX but the struct lives until the last request
- * the caller holds is freed, since requests point at it. */
+ * Lifetime: close tears down UCX and everything big; the small struct stays
+ * (on a process-wide list freed at exit), so that requests the caller still
+ * holds can be freed and later calls answer ZAP_ERR_CLOSED instead of touching
+ * freed memory. */
 #include "zap/ucp.h"
 #include "transport/transport_impl.h"
 #include "transport/ucp_tag.h"
@@ -58,7 +60,6 @@ typedef struct ucp_req {
     int listed;                  /* on the pending list */
     size_t cap;                  /* receive capacity, for the truncation message */
     struct ucp_req *prev, *next; /* pending list; next doubles as free link */
-    ucp_tag_recv_info_t info;    /* receive completed at once */
 } ucp_req_t;
 
 struct ucp_transport {
@@ -75,10 +76,16 @@ struct ucp_transport {
     void **blocks;
     size_t nblocks, cap_blocks;
     size_t live_reqs; /* handed out and not yet back on the free list */
+    int closing;      /* close has begun: peers closing too look like failures */
     int torn_down;    /* UCX resources released by close */
+    struct ucp_transport *next_closed;
 };
 
 static const zap_transport_ops_t ucp_ops;
+
+/* Set once UCX has said it cannot detect peer failure on the transports in
+ * use (UCX 1.13 shared memory). UCX_TLS is per process, so is this. */
+static atomic_int no_peer_errors;
 
 static ucp_transport_t *ucp_of(zap_transport_t *t) { return (ucp_transport_t *)t; }
 
@@ -189,7 +196,11 @@ static void peer_error_cb(void *arg, ucp_ep_h ep, ucs_status_t s)
         return;
     p->failed = 1;
     p->t->failures_pending = 1;
-    zap_error("ucp: rank %d: peer rank %d failed: %s", p->t->base.rank, p->rank, ucs_status_string(s));
+    if (p->t->closing) /* the peer closed its side after the close barrier */
+        zap_debug("ucp: rank %d: peer rank %d went away during close: %s", p->t->base.rank, p->rank,
+                  ucs_status_string(s));
+    else
+        zap_error("ucp: rank %d: peer rank %d failed: %s", p->t->base.rank, p->rank, ucs_status_string(s));
 }
 
 /* After progress: closes the endpoints of failed peers and fails the
@@ -238,7 +249,18 @@ static zap_status_t peer_ep(ucp_transport_t *u, int peer, ucp_ep_h *ep_p)
         return ZAP_ERR_PEER_FAILED;
     }
     if (p->ep == NULL) {
-        zap_status_t st = zap_ucp_ep_create(&u->w, peer, peer_error_cb, p, &p->ep);
+        /* Peer error handling where UCX offers it; the self endpoint never
+         * needs it. UCX 1.13's shared memory has none (UCX prints one error
+         * line saying so): dead peers then show up as timeouts. */
+        int want = peer != u->base.rank && !atomic_load(&no_peer_errors);
+        zap_status_t st = zap_ucp_ep_create(&u->w, peer, want, peer_error_cb, p, &p->ep);
+        if (st == ZAP_ERR_UNSUPPORTED) {
+            atomic_store(&no_peer_errors, 1);
+            zap_info("ucp: rank %d: UCX cannot detect peer failure on these transports (UCX_TLS); a dead peer "
+                     "will show as ZAP_ERR_TIMED_OUT",
+                     u->base.rank);
+            st = zap_ucp_ep_create(&u->w, peer, 0, NULL, NULL, &p->ep);
+        }
         if (st != ZAP_OK)
             return st;
     }
@@ -315,7 +337,10 @@ static zap_status_t ucp_irecv(zap_transport_t *t, int peer, uint64_t tag, void *
 {
     ucp_transport_t *u = ucp_of(t);
     ucp_request_param_t p;
-    p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_RECV_INFO;
+    /* No immediate completion: UCX 1.13 leaves recv_info unfilled when a
+     * receive completes inside ucp_tag_recv_nbx (length 0 was seen), so every
+     * receive ends in the callback, which gets the length. */
+    p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
     p.cb.recv = recv_cb;
     zap_status_t st = mem_params(u, buf, cap, &p);
     if (st != ZAP_OK)
@@ -333,16 +358,21 @@ static zap_status_t ucp_irecv(zap_transport_t *t, int peer, uint64_t tag, void *
     zap_request_base_init(&r->base, t, ZAP_REQ_RECV, peer, tag);
     r->cap = cap;
     p.user_data = r;
-    p.recv_info.tag_info = &r->info;
     ucs_status_ptr_t sp =
         ucp_tag_recv_nbx(u->w.worker, buf, cap, zap_ucp_tag(peer, tag), ZAP_UCP_MATCH_ALL, &p);
-    if (UCS_PTR_IS_PTR(sp)) {
+    if (UCS_PTR_IS_ERR(sp)) {
+        zap_error("ucp: rank %d: receive from rank %d (tag 0x%llx) failed: %s", t->rank, peer,
+                  (unsigned long long)tag, ucs_status_string(UCS_PTR_STATUS(sp)));
+        st = zap_ucp_status(UCS_PTR_STATUS(sp));
+        req_put(u, r);
+        pthread_mutex_unlock(&u->lock);
+        return st;
+    }
+    /* The callback may already have run (a message was waiting); then the
+     * request is complete and UCX's is released. */
+    if (zap_request_status(&r->base) == ZAP_INPROGRESS) {
         r->ucx = sp;
         list_add(u, r);
-    } else {
-        /* Completed at once (the message was waiting): same path as the
-         * callback, including the truncation message. */
-        finish(r, UCS_PTR_STATUS(sp), r->info.length);
     }
     pthread_mutex_unlock(&u->lock);
     *req_p = &r->base;
@@ -421,8 +451,6 @@ static zap_status_t ucp_wait(zap_request_t *req, double deadline)
     return st;
 }
 
-static void transport_free(ucp_transport_t *u);
-
 static void ucp_request_free_op(zap_request_t *req)
 {
     ucp_transport_t *u = ucp_of(req->transport);
@@ -454,10 +482,7 @@ static void ucp_request_free_op(zap_request_t *req)
         }
     }
     req_put(u, r);
-    int last = u->torn_down && u->live_reqs == 0;
     pthread_mutex_unlock(&u->lock);
-    if (last)
-        transport_free(u);
 }
 
 /* ---- pool registration ------------------------------------------------- */
@@ -495,6 +520,35 @@ static void hook_remove(void *ctx, void *base, size_t len, void *cookie)
 
 /* ---- close -------------------------------------------------------------- */
 
+static pthread_mutex_t closed_lock = PTHREAD_MUTEX_INITIALIZER;
+static ucp_transport_t *closed_list;
+
+static void free_closed(void)
+{
+    pthread_mutex_lock(&closed_lock);
+    for (ucp_transport_t *u = closed_list, *n; u != NULL; u = n) {
+        n = u->next_closed;
+        for (size_t i = 0; i < u->nblocks; i++)
+            free(u->blocks[i]);
+        free(u->blocks);
+        pthread_mutex_destroy(&u->lock);
+        free(u);
+    }
+    closed_list = NULL;
+    pthread_mutex_unlock(&closed_lock);
+}
+
+static void keep_closed(ucp_transport_t *u)
+{
+    static int registered;
+    pthread_mutex_lock(&closed_lock);
+    if (!registered)
+        registered = atexit(free_closed) == 0;
+    u->next_closed = closed_list;
+    closed_list = u;
+    pthread_mutex_unlock(&closed_lock);
+}
+
 static int any_peer_failed(ucp_transport_t *u)
 {
     for (int i = 0; i < u->base.size; i++)
@@ -525,7 +579,9 @@ static void quiesce(ucp_transport_t *u, double deadline)
     while (!done) {
         progress_locked(u);
         MPI_Test(&barrier, &done, MPI_STATUS_IGNORE);
-        if (!done && (zap_clock_now() > deadline || any_peer_failed(u))) {
+        /* A peer seen failing now has most likely passed the barrier and
+         * closed; only the deadline ends the wait. */
+        if (!done && zap_clock_now() > deadline) {
             zap_warn("ucp: rank %d: not every rank reached close within %.1f s; closing anyway", u->base.rank,
                      zap_timeout_seconds());
             /* The barrier request is left behind (MPI forbids freeing a
@@ -543,9 +599,10 @@ static void ucp_close(zap_transport_t *t)
         return;
     pthread_mutex_lock(&u->lock);
     double deadline = zap_clock_now() + zap_timeout_seconds();
-    quiesce(u, deadline);
-    /* Pending receives are cancelled; pending sends end with their
+    /* Pending receives are cancelled first, so that peers leaving after the
+     * barrier cannot turn them into failures; pending sends end with their
      * endpoints, which UCX completes as cancelled. */
+    u->closing = 1;
     for (ucp_req_t *r = u->pending.next, *n; r != &u->pending; r = n) {
         n = r->next;
         if (r->base.kind == ZAP_REQ_RECV) {
@@ -553,11 +610,15 @@ static void ucp_close(zap_transport_t *t)
             ucp_request_cancel(u->w.worker, r->ucx);
         }
     }
+    quiesce(u, deadline);
     for (int i = 0; i < t->size; i++) {
         ucp_peer_t *p = &u->peers[i];
         if (p->ep == NULL)
             continue;
-        ucp_request_param_t cp = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS, .flags = UCP_EP_CLOSE_FLAG_FORCE};
+        /* Forced close needs peer error handling; without it, flush mode
+         * (everything is flushed already, so it does not wait on the peer). */
+        int forced = i != t->rank && !atomic_load(&no_peer_errors);
+        ucp_request_param_t cp = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS, .flags = forced ? UCP_EP_CLOSE_FLAG_FORCE : 0};
         (void)zap_ucp_wait_ptr(u->w.worker, ucp_ep_close_nbx(p->ep, &cp), deadline);
         p->ep = NULL;
     }
@@ -581,20 +642,11 @@ static void ucp_close(zap_transport_t *t)
     u->torn_down = 1;
     if (t->owns_pool && zap_pool_destroy(t->pool) != ZAP_OK)
         zap_error("ucp: rank %d: the transport's pool still has buffers out at close; left in place", t->rank);
-    int last = u->live_reqs == 0;
-    pthread_mutex_unlock(&u->lock);
-    if (last)
-        transport_free(u);
-}
-
-static void transport_free(ucp_transport_t *u)
-{
-    for (size_t i = 0; i < u->nblocks; i++)
-        free(u->blocks[i]);
-    free(u->blocks);
+    /* Requests still out keep their blocks; the rest can go. */
     free(u->peers);
-    pthread_mutex_destroy(&u->lock);
-    free(u);
+    u->peers = NULL;
+    pthread_mutex_unlock(&u->lock);
+    keep_closed(u);
 }
 
 static const zap_transport_ops_t ucp_ops = {

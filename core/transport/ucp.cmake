@@ -2,4 +2,4 @@
 # its bootstrap (worker address exchange); UCX 1.13 or later.
 zap_add_layer(zap_ucp
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/ucp.c ${CMAKE_CURRENT_LIST_DIR}/ucp_worker.c
-  DEPS zap_transport ucx::ucp MPI::MPI_C)
+  DEPS zap_transport ucx::ucp ucx::ucs MPI::MPI_C)

@@ -162,17 +162,22 @@ zap_status_t zap_ucp_worker_init(zap_ucp_worker_t *w, MPI_Comm comm)
     return ZAP_OK;
 }
 
-zap_status_t zap_ucp_ep_create(zap_ucp_worker_t *w, int peer, ucp_err_handler_cb_t cb, void *arg, ucp_ep_h *ep_p)
+zap_status_t zap_ucp_ep_create(zap_ucp_worker_t *w, int peer, int peer_errors, ucp_err_handler_cb_t cb, void *arg,
+                               ucp_ep_h *ep_p)
 {
     ucp_ep_params_t ep;
     memset(&ep, 0, sizeof(ep));
-    ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
-                    UCP_EP_PARAM_FIELD_ERR_HANDLER;
+    ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
     ep.address = (const ucp_address_t *)(w->addrs + w->addr_off[peer]);
-    ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
-    ep.err_handler.cb = cb;
-    ep.err_handler.arg = arg;
+    ep.err_mode = peer_errors ? UCP_ERR_HANDLING_MODE_PEER : UCP_ERR_HANDLING_MODE_NONE;
+    if (peer_errors) {
+        ep.field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLER;
+        ep.err_handler.cb = cb;
+        ep.err_handler.arg = arg;
+    }
     ucs_status_t s = ucp_ep_create(w->worker, &ep, ep_p);
+    if (s == UCS_ERR_UNREACHABLE && peer_errors)
+        return ZAP_ERR_UNSUPPORTED; /* the caller decides; nothing logged */
     if (s != UCS_OK) {
         zap_error("ucp: rank %d: ucp_ep_create to rank %d failed: %s", w->rank, peer, ucs_status_string(s));
         return zap_ucp_status(s) == ZAP_ERR_PEER_FAILED ? ZAP_ERR_PEER_FAILED : ZAP_ERR_TRANSPORT;

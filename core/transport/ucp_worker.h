@@ -24,9 +24,11 @@ typedef struct zap_ucp_worker {
  * return an error (the failing rank logs why). On failure *w is left zeroed. */
 zap_status_t zap_ucp_worker_init(zap_ucp_worker_t *w, MPI_Comm comm);
 
-/* Connects to peer's worker with peer error handling; cb(arg, ep, status)
- * runs inside ucp_worker_progress when UCX detects the peer failed. */
-zap_status_t zap_ucp_ep_create(zap_ucp_worker_t *w, int peer, ucp_err_handler_cb_t cb, void *arg,
+/* Connects to peer's worker. With peer_errors, asks for UCX peer error
+ * handling: cb(arg, ep, status) then runs inside ucp_worker_progress when UCX
+ * detects the peer failed. UCX 1.13's shared-memory transports cannot do that
+ * (ucp_ep_create answers "unreachable"); the caller may retry without. */
+zap_status_t zap_ucp_ep_create(zap_ucp_worker_t *w, int peer, int peer_errors, ucp_err_handler_cb_t cb, void *arg,
                                ucp_ep_h *ep_p);
 
 /* Progresses the worker until req (a status pointer from a UCP call) is done

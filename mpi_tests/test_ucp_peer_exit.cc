@@ -1,0 +1,97 @@
+// A peer that exits early gives a clear error, never a hang. Two ranks: after
+// one message each way (so both endpoints exist), rank 1 calls _exit while
+// rank 0 waits in a receive from it. Rank 0's receive must fail within
+// ZAP_TIMEOUT plus a margin, with ZAP_ERR_PEER_FAILED (UCX noticed) or
+// ZAP_ERR_TIMED_OUT, and the log must name rank 1. Rank 0 then exits without
+// MPI_Finalize (its peer is gone); mpirun runs with
+// orte_allowed_exit_without_sync so that the early exit itself is not an
+// abort. Exit status 0 means the behaviour held; anything else is printed.
+#include <mpi.h>
+#include <unistd.h>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+extern "C" {
+#include "zap/ucp.h"
+#include "base/log.h"
+}
+
+namespace {
+std::mutex g_mu;
+std::string g_log;
+void sink(void *, zap_log_level_t, const char *line)
+{
+    std::lock_guard<std::mutex> g(g_mu);
+    g_log += line;
+}
+
+int fail(const char *what)
+{
+    fprintf(stderr, "[rank 0] FAILED: %s\n", what);
+    fflush(stderr);
+    _exit(1);
+}
+} // namespace
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int rank = 0, size = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (size != 2) {
+        if (rank == 0)
+            fprintf(stderr, "run with 2 ranks\n");
+        MPI_Finalize();
+        return 2;
+    }
+    zap_log_set_sink(sink, nullptr);
+    zap_transport_t *t = nullptr;
+    if (zap_ucp_transport_create(MPI_COMM_WORLD, nullptr, &t) != ZAP_OK) {
+        fprintf(stderr, "[rank %d] FAILED: transport create\n", rank);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    int peer = 1 - rank;
+    uint64_t v = 42, got = 0;
+    if (zap_transport_send(t, peer, 1, &v, sizeof v) != ZAP_OK ||
+        zap_transport_recv(t, peer, 1, &got, sizeof got, nullptr) != ZAP_OK || got != 42) {
+        fprintf(stderr, "[rank %d] FAILED: warm-up exchange\n", rank);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    zap_request_t *r = nullptr;
+    if (rank == 0 && zap_transport_irecv(t, 1, 2, &got, sizeof got, &r) != ZAP_OK)
+        fail("posting the receive");
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 1)
+        _exit(0); // no close, no finalize: as a crash would
+
+    double t0 = zap_clock_now();
+    zap_status_t st = zap_request_wait(r);
+    double took = zap_clock_now() - t0;
+    printf("[rank 0] receive from the exited rank ended after %.2f s: %s\n", took, zap_status_string(st));
+    std::string log;
+    {
+        std::lock_guard<std::mutex> g(g_mu);
+        log = g_log;
+    }
+    printf("[rank 0] log:\n%s", log.c_str());
+    fflush(stdout);
+    if (st != ZAP_ERR_PEER_FAILED && st != ZAP_ERR_TIMED_OUT)
+        fail("status is neither PEER_FAILED nor TIMED_OUT");
+    if (took > zap_timeout_seconds() + 5.0)
+        fail("took longer than ZAP_TIMEOUT + 5 s");
+    if (log.find("rank 1") == std::string::npos)
+        fail("the log does not name rank 1");
+    if (st == ZAP_ERR_PEER_FAILED) {
+        // Once known dead, new posts fail at once.
+        zap_request_t *r2 = nullptr;
+        if (zap_transport_isend(t, 1, 3, &v, sizeof v, &r2) != ZAP_ERR_PEER_FAILED)
+            fail("a send to the dead rank was not refused with PEER_FAILED");
+    }
+    zap_request_free(r);
+    printf("[rank 0] PASSED\n");
+    fflush(stdout);
+    _exit(0);
+}
