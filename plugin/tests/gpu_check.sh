@@ -93,7 +93,7 @@ else
     nfail=$((nfail + 1))
 fi
 
-M="UCX_ZAP_BACKEND=managed ZAP_TEST_EXPECT_BACKEND=managed"
+M="UCX_ZAP_BACKEND=managed ZAP_TEST_EXPECT_BACKEND=managed ZAP_TEST_EXPECT_ABI=116"
 for t in ucp_alloc_served_by_pool ucp_tag_8B_to_8MiB_pool_memory ucp_tag_default_alloc_prio \
     ucp_tls_with_zap_keeps_md ucp_tls_without_zap_drops_md explicit_register \
     mismatch_layout_declines mismatch_version_declines mpi_sendrecv_allreduce \
@@ -108,7 +108,7 @@ for t in ucp_tag_8B_to_8MiB_pool_memory mpi_sendrecv_allreduce_pool_buffers; do
     check "managed.proto_v1.$t" $M UCX_PROTO_ENABLE=n -- "$t"
 done
 for t in ucp_alloc_served_by_pool ucp_tag_8B_to_8MiB_pool_memory mpi_sendrecv_allreduce_pool_buffers; do
-    check "host.$t" UCX_ZAP_BACKEND=host ZAP_TEST_EXPECT_BACKEND=host -- "$t"
+    check "host.$t" UCX_ZAP_BACKEND=host ZAP_TEST_EXPECT_BACKEND=host ZAP_TEST_EXPECT_ABI=116 -- "$t"
 done
 
 say "SUMMARY pass $npass fail $nfail (logs in $logs)"

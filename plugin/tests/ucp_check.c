@@ -111,8 +111,14 @@ static void check_state(expect_t expect)
         report(!loaded || info.state == ZAP_UCX_PLUGIN_DECLINED, "plugin declined",
                "the plugin registered although a decline was expected");
     } else {
+        const char *abi = getenv("ZAP_TEST_EXPECT_ABI"); /* 113 or 116 */
+        char why[64];
         report(loaded && info.state == ZAP_UCX_PLUGIN_REGISTERED, "plugin registered",
                loaded ? info.reason : "plugin not loaded");
+        if (abi != NULL && abi[0] != '\0') {
+            snprintf(why, sizeof(why), "registered with the %d layout", info.abi);
+            report(info.abi == atoi(abi), "plugin uses the expected UCX layout", why);
+        }
     }
 }
 
