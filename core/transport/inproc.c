@@ -472,6 +472,12 @@ zap_status_t zap_inproc_world_create(int nranks, zap_pool_t *pool, zap_inproc_wo
     zap_status_t st = zap_cfg_get_u64(ZAP_CFG_INPROC_EAGER_BYTES, &eager);
     if (st != ZAP_OK)
         return st;
+    /* Every wait reads ZAP_TIMEOUT; a malformed value is refused here, once,
+     * rather than replaced by the default at each wait (clock.c relies on it). */
+    double timeout = 0;
+    st = zap_cfg_get_seconds(ZAP_CFG_TIMEOUT, &timeout);
+    if (st != ZAP_OK)
+        return st;
     zap_inproc_world_t *w = calloc(1, sizeof(*w));
     if (w == NULL)
         return ZAP_ERR_NO_MEMORY;
