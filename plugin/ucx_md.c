@@ -424,7 +424,8 @@ ucs_status_t zap_ucx_md_open(void *component, const char *md_name, const void *c
     }
     status = zap_ucx_pool_get(cfg);
     if (status != ZAP_OK) {
-        zap_error("ucx plugin: cannot create the pool for memory domain %s: %s", md_name,
+        /* The pool logged the cause; say only what it means for UCX. */
+        zap_info("ucx plugin: memory domain %s not opened: %s", md_name,
                   zap_status_string(status));
         free(md);
         return (status == ZAP_ERR_NO_MEMORY) ? UCS_ERR_NO_MEMORY : UCS_ERR_NO_DEVICE;
