@@ -82,8 +82,8 @@ check() { # check NAME [VAR=value...] -- TEST
 } >"$logs/environment.log" 2>&1
 
 # What UCP sees with the plugin preloaded (the GPU machine has no ucx_info).
-env LD_PRELOAD="$ZAP_TEST_PLUGIN_LIB" UCX_ZAP_BACKEND=managed ZAP_LOG_LEVEL=info \
-    timeout "$ZAP_TEST_TIMEOUT" "$ZAP_TEST_UCP_CHECK" info >"$logs/ucp_context_info.log" 2>&1
+timeout "$ZAP_TEST_TIMEOUT" env LD_PRELOAD="$ZAP_TEST_PLUGIN_LIB" UCX_ZAP_BACKEND=managed \
+    ZAP_LOG_LEVEL=info "$ZAP_TEST_UCP_CHECK" info >"$logs/ucp_context_info.log" 2>&1
 if grep -q 'state 1 abi 116' "$logs/ucp_context_info.log" &&
     grep -q 'zap/pool' "$logs/ucp_context_info.log"; then
     say "PASS ucp_context_print_info lists md zap and resource zap/pool (1.16 layout)"
