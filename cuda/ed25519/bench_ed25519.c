@@ -283,8 +283,8 @@ int main(int argc, char **argv)
     memcpy(hrec, base.records, bytes);
     if (!check(cudaMemcpy(drec, hrec, bytes, cudaMemcpyHostToDevice), "cudaMemcpy records"))
         return 1;
-    const char *variants[2] = {"2", "3"};
-    for (int v = 0; v < 2; v++) {
+    const char *variants[3] = {"2", "3", "4"};
+    for (int v = 0; v < 3; v++) {
         setenv("ZAP_ED25519_GPU_VARIANT", variants[v], 1);
         double kt[8];
         int reps = 3;

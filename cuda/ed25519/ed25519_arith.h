@@ -188,7 +188,7 @@ ZAP_HD_INLINE void zap_fe_carry64(zap_fe_t *out, int64_t h[10])
 /* h = f * g. Schoolbook over limbs: limb i sits at 2^ceil(25.5 i), so the
  * product of two odd limbs lands one bit above the next limb's position
  * (factor 2), and anything at 2^255 or above wraps around times 19. */
-ZAP_HD_INLINE void zap_fe_mul(zap_fe_t *h, const zap_fe_t *f, const zap_fe_t *g)
+ZAP_HD_INLINE void zap_fe_mul_body(zap_fe_t *h, const zap_fe_t *f, const zap_fe_t *g)
 {
     int32_t g19[10], f2[10];
     int64_t t[10];
@@ -240,15 +240,15 @@ ZAP_HD_INLINE void zap_fe_sq_cols(int64_t t[10], const zap_fe_t *f)
     }
 }
 
-ZAP_HD_INLINE void zap_fe_sq(zap_fe_t *h, const zap_fe_t *f)
+ZAP_HD_INLINE void zap_fe_sq_body(zap_fe_t *h, const zap_fe_t *f)
 {
     int64_t t[10];
     zap_fe_sq_cols(t, f);
     zap_fe_carry64(h, t);
 }
 
-/* h = 2 f^2, carried (the doubling formula needs 2Z^2 at level 1). */
-ZAP_HD_INLINE void zap_fe_sq2(zap_fe_t *h, const zap_fe_t *f)
+/* Column sums of 2 f^2, carried: the body of zap_fe_sq2. */
+ZAP_HD_INLINE void zap_fe_sq2_body(zap_fe_t *h, const zap_fe_t *f)
 {
     int64_t t[10];
     zap_fe_sq_cols(t, f);
@@ -256,6 +256,63 @@ ZAP_HD_INLINE void zap_fe_sq2(zap_fe_t *h, const zap_fe_t *f)
     for (int i = 0; i < 10; i++)
         t[i] += t[i];
     zap_fe_carry64(h, t);
+}
+
+/* Code size on the GPU. Inlined everywhere, the three products above would
+ * make the kernel about half a megabyte of straight-line code, far beyond the
+ * SM's instruction cache: measured on the H200, every warp then stalls on
+ * instruction fetch (1.2 M verifications/s). On the device they are
+ * therefore out-of-line functions taking and returning elements by value (in
+ * registers); the host inlines the same bodies. */
+#if defined(__CUDACC__)
+static __device__ __noinline__ zap_fe_t zap_fe_mul_dev(const zap_fe_t f, const zap_fe_t g)
+{
+    zap_fe_t h;
+    zap_fe_mul_body(&h, &f, &g);
+    return h;
+}
+
+static __device__ __noinline__ zap_fe_t zap_fe_sq_dev(const zap_fe_t f)
+{
+    zap_fe_t h;
+    zap_fe_sq_body(&h, &f);
+    return h;
+}
+
+static __device__ __noinline__ zap_fe_t zap_fe_sq2_dev(const zap_fe_t f)
+{
+    zap_fe_t h;
+    zap_fe_sq2_body(&h, &f);
+    return h;
+}
+#endif
+
+ZAP_HD_INLINE void zap_fe_mul(zap_fe_t *h, const zap_fe_t *f, const zap_fe_t *g)
+{
+#if defined(__CUDA_ARCH__)
+    *h = zap_fe_mul_dev(*f, *g);
+#else
+    zap_fe_mul_body(h, f, g);
+#endif
+}
+
+ZAP_HD_INLINE void zap_fe_sq(zap_fe_t *h, const zap_fe_t *f)
+{
+#if defined(__CUDA_ARCH__)
+    *h = zap_fe_sq_dev(*f);
+#else
+    zap_fe_sq_body(h, f);
+#endif
+}
+
+/* h = 2 f^2, carried (the doubling formula needs 2Z^2 at level 1). */
+ZAP_HD_INLINE void zap_fe_sq2(zap_fe_t *h, const zap_fe_t *f)
+{
+#if defined(__CUDA_ARCH__)
+    *h = zap_fe_sq2_dev(*f);
+#else
+    zap_fe_sq2_body(h, f);
+#endif
 }
 
 /* h = f^(2^n): n successive squarings (not unrolled: keeps code small). */
@@ -330,7 +387,7 @@ ZAP_HD_INLINE void zap_fe_frombytes(zap_fe_t *h, const uint8_t s[32])
 }
 
 /* Canonical encoding: the unique representative in [0, p), little endian. */
-ZAP_HD_INLINE void zap_fe_tobytes(uint8_t s[32], const zap_fe_t *f)
+ZAP_HD_INLINE void zap_fe_tobytes_body(uint8_t s[32], const zap_fe_t *f)
 {
     int64_t h[10];
     ZAP_UNROLL
@@ -379,6 +436,22 @@ ZAP_HD_INLINE void zap_fe_tobytes(uint8_t s[32], const zap_fe_t *f)
             if ((off >> 3) + k < 32)
                 s[(off >> 3) + k] |= (uint8_t)(v >> (8 * k));
     }
+}
+
+#if defined(__CUDACC__)
+static __device__ __noinline__ void zap_fe_tobytes_dev(uint8_t s[32], const zap_fe_t f)
+{
+    zap_fe_tobytes_body(s, &f);
+}
+#endif
+
+ZAP_HD_INLINE void zap_fe_tobytes(uint8_t s[32], const zap_fe_t *f)
+{
+#if defined(__CUDA_ARCH__)
+    zap_fe_tobytes_dev(s, *f);
+#else
+    zap_fe_tobytes_body(s, f);
+#endif
 }
 
 ZAP_HD_INLINE int zap_fe_iszero(const zap_fe_t *f)

@@ -21,6 +21,7 @@
 #include <cuda_runtime.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -36,10 +37,11 @@ extern "C" {
 #define ZAP_ED25519_BLOCK 128
 #define ZAP_ED25519_MAX_DEVICES 64
 
-/* The kernel comes in two register budgets; ZAP_ED25519_GPU_VARIANT=3 picks
- * the second at run time (the benchmark measures both). MINB is the minimum
- * number of resident 128-thread blocks per SM asked of the compiler: 2 allows
- * up to 255 registers a thread (a few bytes spill), 3 caps it at 168. */
+/* The kernel comes in three register budgets; ZAP_ED25519_GPU_VARIANT=2, 3
+ * or 4 picks one at run time (default 3; the benchmark measures all three).
+ * MINB is the minimum number of resident 128-thread blocks per SM asked of
+ * the compiler: 2 lets a thread use 255 registers (it takes 176, no spills),
+ * 3 caps it at 168 (a few bytes spill), 4 at 128. */
 template <int MINB>
 __global__ void __launch_bounds__(ZAP_ED25519_BLOCK, MINB)
     zap_ed25519_verify_kernel(const uint8_t *__restrict__ records, uint64_t stride, uint64_t n,
@@ -266,7 +268,9 @@ static zap_status_t zap_ed25519_stage_in(zap_ed25519_dev_state_t *d, int dev, co
 static int zap_ed25519_variant(void)
 {
     const char *s = getenv("ZAP_ED25519_GPU_VARIANT");
-    return (s != NULL && s[0] == '3') ? 3 : 2;
+    if (s != NULL && (s[0] == '2' || s[0] == '3' || s[0] == '4') && s[1] == '\0')
+        return s[0] - '0';
+    return 3;
 }
 
 static zap_status_t zap_ed25519_gpu_verify_locked(const void *records, size_t stride, uint64_t n,
@@ -338,12 +342,20 @@ static zap_status_t zap_ed25519_gpu_verify_locked(const void *records, size_t st
 
     /* grid: one thread per item; n < 2^31 * 128 is far beyond any batch */
     unsigned grid = (unsigned)((n + ZAP_ED25519_BLOCK - 1) / ZAP_ED25519_BLOCK);
-    if (zap_ed25519_variant() == 3)
-        zap_ed25519_verify_kernel<3><<<grid, ZAP_ED25519_BLOCK, 0, d->stream>>>(
-            drec, stride, n, variable_msgs, dblob, blob_len, d->btab, dver, dbit);
-    else
+    switch (zap_ed25519_variant()) {
+    case 2:
         zap_ed25519_verify_kernel<2><<<grid, ZAP_ED25519_BLOCK, 0, d->stream>>>(
             drec, stride, n, variable_msgs, dblob, blob_len, d->btab, dver, dbit);
+        break;
+    case 4:
+        zap_ed25519_verify_kernel<4><<<grid, ZAP_ED25519_BLOCK, 0, d->stream>>>(
+            drec, stride, n, variable_msgs, dblob, blob_len, d->btab, dver, dbit);
+        break;
+    default:
+        zap_ed25519_verify_kernel<3><<<grid, ZAP_ED25519_BLOCK, 0, d->stream>>>(
+            drec, stride, n, variable_msgs, dblob, blob_len, d->btab, dver, dbit);
+        break;
+    }
     if (!zap_ed25519_cuda_ok(cudaGetLastError(), "verification kernel launch"))
         return ZAP_ERR_CUDA;
     if (!zap_ed25519_cuda_ok(cudaEventRecord(d->ev[2], d->stream), "cudaEventRecord"))

@@ -97,7 +97,7 @@ ZAP_HD_INLINE void zap_sha512_init(zap_sha512_ctx_t *c)
 /* One compression of a 128-byte block. The message schedule is kept as a
  * rolling window of 16 words rather than 80, to keep the GPU's local-memory
  * footprint small. */
-ZAP_HD_INLINE void zap_sha512_block(uint64_t st[8], const uint8_t *p)
+ZAP_HD_INLINE void zap_sha512_block_body(uint64_t st[8], const uint8_t *p)
 {
     uint64_t w[16];
     uint64_t a = st[0], b = st[1], c = st[2], d = st[3];
@@ -142,6 +142,25 @@ ZAP_HD_INLINE void zap_sha512_block(uint64_t st[8], const uint8_t *p)
     st[5] += f;
     st[6] += g;
     st[7] += h;
+}
+
+/* Out of line on the GPU (one copy of the 80 rounds instead of one per call
+ * site: the kernel's code must fit the instruction cache); inlined on the
+ * host. */
+#if defined(__CUDACC__)
+static __device__ __noinline__ void zap_sha512_block_dev(uint64_t st[8], const uint8_t *p)
+{
+    zap_sha512_block_body(st, p);
+}
+#endif
+
+ZAP_HD_INLINE void zap_sha512_block(uint64_t st[8], const uint8_t *p)
+{
+#if defined(__CUDA_ARCH__)
+    zap_sha512_block_dev(st, p);
+#else
+    zap_sha512_block_body(st, p);
+#endif
 }
 
 ZAP_HD_INLINE void zap_sha512_update(zap_sha512_ctx_t *c, const uint8_t *in, uint64_t len)
