@@ -4,6 +4,7 @@
  * plugin_test.sh; these cases pin the contract of each call. */
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ucp/api/ucp.h>
@@ -16,7 +17,8 @@ namespace {
 /* Opens the "zap" memory domain the way any UCT user would. */
 class ZapMd {
 public:
-    ZapMd()
+    /* setting/value: one UCX_ZAP_* setting to change (without the prefix). */
+    explicit ZapMd(const char *setting = nullptr, const char *value = nullptr)
     {
         if (uct_query_components(&comps_, &ncomps_) != UCS_OK) {
             return;
@@ -32,7 +34,9 @@ public:
         }
         uct_md_config_t *cfg;
         if (comp_ != nullptr && uct_md_config_read(comp_, nullptr, nullptr, &cfg) == UCS_OK) {
-            if (uct_md_open(comp_, ZAP_UCX_PLUGIN_COMPONENT, cfg, &md_) != UCS_OK) {
+            if (setting != nullptr && uct_config_modify(cfg, setting, value) != UCS_OK) {
+                ADD_FAILURE() << "uct_config_modify " << setting << "=" << value;
+            } else if (uct_md_open(comp_, ZAP_UCX_PLUGIN_COMPONENT, cfg, &md_) != UCS_OK) {
                 md_ = nullptr;
             }
             uct_config_release(cfg);
@@ -220,6 +224,26 @@ TEST(UcxPlugin, LastMemoryDomainClosedWithNothingOutReleasesThePool)
         ASSERT_EQ(UCS_OK, uct_mem_free(&mem));
     }
     EXPECT_EQ(0, zap_ucx_plugin_owns(addr, 4096));
+}
+
+/* UCX_ZAP_CHUNK_SIZE reaches the pool: a small buffer's enclosing region is
+ * one chunk of that size. */
+TEST(UcxPlugin, ChunkSizeSettingReachesThePool)
+{
+    for (size_t mib : {4, 16}) {
+        char value[16];
+        std::snprintf(value, sizeof(value), "%zum", mib);
+        ZapMd zap("CHUNK_SIZE", value);
+        ASSERT_NE(nullptr, zap.md());
+        uct_allocated_memory_t mem;
+        ASSERT_EQ(UCS_OK, zap.alloc(4096, &mem));
+        MemAttr m;
+        std::memset(&m, 0, sizeof(m));
+        m.a.field_mask = UCT_MD_MEM_ATTR_FIELD_ALLOC_LENGTH;
+        ASSERT_EQ(UCS_OK, uct_md_mem_query(zap.md(), mem.address, 4096, &m.a));
+        EXPECT_EQ(mib << 20, m.a.alloc_length) << "UCX_ZAP_CHUNK_SIZE=" << value;
+        EXPECT_EQ(UCS_OK, uct_mem_free(&mem));
+    }
 }
 
 TEST(UcxPlugin, TwoOpenMemoryDomainsShareOnePool)
