@@ -361,12 +361,12 @@ static zap_status_t zap_ed25519_gpu_verify_locked(const void *records, size_t st
     if (!zap_ed25519_cuda_ok(cudaEventRecord(d->ev[2], d->stream), "cudaEventRecord"))
         return ZAP_ERR_CUDA;
     if (!v_direct &&
-        !zap_ed25519_cuda_ok(cudaMemcpyAsync(verdicts, dver, (size_t)n, cudaMemcpyDeviceToHost,
+        !zap_ed25519_cuda_ok(cudaMemcpyAsync(verdicts, dver, (size_t)n, cudaMemcpyDefault,
                                              d->stream),
                              "cudaMemcpyAsync verdicts"))
         return ZAP_ERR_CUDA;
     if (bitmap != NULL && !m_direct &&
-        !zap_ed25519_cuda_ok(cudaMemcpyAsync(bitmap, dbit, words * 4, cudaMemcpyDeviceToHost,
+        !zap_ed25519_cuda_ok(cudaMemcpyAsync(bitmap, dbit, words * 4, cudaMemcpyDefault,
                                              d->stream),
                              "cudaMemcpyAsync bitmap"))
         return ZAP_ERR_CUDA;
