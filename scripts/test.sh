@@ -8,4 +8,4 @@ scripts/setup-deps.sh
 scripts/build.sh -DBUILD_TESTING=ON
 . scripts/mpirun-env.sh
 cd "${ZAP_BUILD_DIR:-build}"
-ctest --output-on-failure -j "${ZAP_TEST_JOBS:-2}" --timeout 600
+ctest --output-on-failure -j "${ZAP_TEST_JOBS:-2}" --timeout 600 -LE long

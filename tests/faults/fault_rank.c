@@ -1,0 +1,216 @@
+/* zap-fault-rank: collectives and content checks under mpirun over the UCX
+ * transport, with an optional rank killed (SIGKILL) at a seeded random point.
+ * The scripts in this folder (netns.sh, kill_trials.sh, soak.sh) drive it.
+ *
+ *   zap-fault-rank [--op allreduce|bcast|mixed] [--iters N] [--count C]
+ *                  [--kill-rank K --seed S] [--kill-file PATH]
+ *
+ * Every iteration runs one collective on fresh, rank- and iteration-dependent
+ * data and checks the result against a closed form on every element: the
+ * allreduce of x_r[i] = (r+1)*(i+1) + iter (int64, SUM) is
+ * (i+1)*p(p+1)/2 + p*iter; the broadcast from root iter % p of
+ * y[i] = i*31 + iter*7 + root is that value everywhere.
+ *
+ * With --kill-rank K, rank K picks (from the seed) an iteration in [0, N) and
+ * a delay of 0 to 3 ms; at that iteration a helper thread sleeps the delay and
+ * raises SIGKILL while the main thread is inside the collective. Before dying
+ * it appends its CLOCK_REALTIME kill time to --kill-file.
+ *
+ * Output (stdout, one line per rank and event, parsed by the scripts):
+ *   RESULT rank R ok iters N seconds T host H
+ *   RESULT rank R error iter I op OP status NAME at UNIXTIME named-failed-rank yes|no
+ *   RESULT rank R wrong iter I op OP index X got G want W
+ * A rank that sees an error or a wrong value leaves at once with _exit (its
+ * peers may be gone, so MPI_Finalize could wait forever). Exit status: 0 ok,
+ * 1 wrong result, 4 error, 2 usage, 3 setup failure. */
+#include "zap/coll.h"
+#include "zap/ucp.h"
+#include "base/log.h"
+#include <mpi.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static int g_rank = -1;
+static int g_kill_rank = -1;
+/* Set by the log sink when a logged error names the killed rank as the
+ * failed peer ("rank K" after "peer", "from", "to" ...): any mention counts. */
+static volatile int g_named;
+static char g_needle[32];
+
+static void sink(void *ctx, zap_log_level_t level, const char *line)
+{
+    (void)ctx;
+    if (level <= ZAP_LOG_ERROR && g_needle[0] && strstr(line, g_needle) != NULL)
+        g_named = 1;
+}
+
+static double realtime(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static uint64_t splitmix(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+typedef struct killer {
+    unsigned delay_us;
+    const char *file;
+} killer_t;
+
+static void *killer_main(void *arg)
+{
+    killer_t *k = arg;
+    usleep(k->delay_us);
+    if (k->file) {
+        FILE *f = fopen(k->file, "a");
+        if (f) {
+            fprintf(f, "%.6f\n", realtime());
+            fclose(f);
+        }
+    }
+    raise(SIGKILL);
+    return NULL;
+}
+
+static void leave(int code)
+{
+    fflush(stdout);
+    fflush(stderr);
+    _exit(code);
+}
+
+static void report_error(int iter, const char *op, zap_status_t st)
+{
+    /* "named" matters only when a rank was killed; otherwise print n/a. */
+    printf("RESULT rank %d error iter %d op %s status %s at %.6f named-failed-rank %s\n", g_rank, iter, op,
+           zap_status_string(st), realtime(), g_kill_rank < 0 ? "n/a" : g_named ? "yes" : "no");
+    leave(4);
+}
+
+int main(int argc, char **argv)
+{
+    const char *op = "mixed";
+    int iters = 100;
+    size_t count = 1024;
+    uint64_t seed = 1;
+    const char *kill_file = NULL;
+    for (int a = 1; a < argc; a++) {
+        if (!strcmp(argv[a], "--op") && a + 1 < argc)
+            op = argv[++a];
+        else if (!strcmp(argv[a], "--iters") && a + 1 < argc)
+            iters = atoi(argv[++a]);
+        else if (!strcmp(argv[a], "--count") && a + 1 < argc)
+            count = strtoull(argv[++a], NULL, 10);
+        else if (!strcmp(argv[a], "--kill-rank") && a + 1 < argc)
+            g_kill_rank = atoi(argv[++a]);
+        else if (!strcmp(argv[a], "--seed") && a + 1 < argc)
+            seed = strtoull(argv[++a], NULL, 10);
+        else if (!strcmp(argv[a], "--kill-file") && a + 1 < argc)
+            kill_file = argv[++a];
+        else {
+            fprintf(stderr, "usage: zap-fault-rank [--op allreduce|bcast|mixed] [--iters N] [--count C] "
+                            "[--kill-rank K --seed S] [--kill-file PATH]\n");
+            return 2;
+        }
+    }
+    int do_ar = strcmp(op, "bcast") != 0, do_bc = strcmp(op, "allreduce") != 0;
+    if (iters < 1 || count < 1 || (!do_ar && !do_bc)) {
+        fprintf(stderr, "zap-fault-rank: bad --op, --iters or --count\n");
+        return 2;
+    }
+    MPI_Init(&argc, &argv);
+    int p = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &p);
+    if (g_kill_rank >= 0)
+        snprintf(g_needle, sizeof(g_needle), "rank %d", g_kill_rank);
+    zap_log_set_sink(sink, NULL);
+
+    zap_transport_t *t = NULL;
+    zap_comm_t *comm = NULL;
+    zap_status_t st = zap_ucp_transport_create(MPI_COMM_WORLD, NULL, &t);
+    if (st == ZAP_OK)
+        st = zap_comm_create(t, &comm);
+    if (st != ZAP_OK) {
+        printf("RESULT rank %d setup-failed status %s\n", g_rank, zap_status_string(st));
+        leave(3);
+    }
+
+    /* The victim's kill point, from the seed (the same on every rank, so the
+     * log can say where it was). */
+    uint64_t s = seed;
+    int kill_iter = (int)(splitmix(&s) % (uint64_t)iters);
+    unsigned delay_us = (unsigned)(splitmix(&s) % 3000);
+    killer_t killer = {delay_us, kill_file};
+    if (g_rank == 0 && g_kill_rank >= 0)
+        printf("PLAN kill rank %d at iter %d after %u us (seed %llu)\n", g_kill_rank, kill_iter, delay_us,
+               (unsigned long long)seed);
+
+    int64_t *x = malloc(count * sizeof(int64_t)), *y = malloc(count * sizeof(int64_t));
+    if (!x || !y)
+        leave(3);
+    double t0 = realtime();
+    for (int it = 0; it < iters; it++) {
+        if (g_rank == g_kill_rank && it == kill_iter) {
+            pthread_t th;
+            pthread_create(&th, NULL, killer_main, &killer);
+        }
+        int which_ar = do_ar && (!do_bc || it % 2 == 0);
+        if (which_ar) {
+            for (size_t i = 0; i < count; i++)
+                x[i] = (int64_t)(g_rank + 1) * (int64_t)(i + 1) + it;
+            st = zap_allreduce(comm, x, y, count, ZAP_DT_INT64, ZAP_OP_SUM);
+            if (st != ZAP_OK)
+                report_error(it, "allreduce", st);
+            for (size_t i = 0; i < count; i++) {
+                int64_t want = (int64_t)(i + 1) * p * (p + 1) / 2 + (int64_t)p * it;
+                if (y[i] != want) {
+                    printf("RESULT rank %d wrong iter %d op allreduce index %zu got %lld want %lld\n", g_rank, it,
+                           i, (long long)y[i], (long long)want);
+                    leave(1);
+                }
+            }
+        } else {
+            int root = it % p;
+            for (size_t i = 0; i < count; i++)
+                y[i] = g_rank == root ? (int64_t)i * 31 + it * 7 + root : -1;
+            st = zap_bcast(comm, y, count, ZAP_DT_INT64, root);
+            if (st != ZAP_OK)
+                report_error(it, "bcast", st);
+            for (size_t i = 0; i < count; i++) {
+                int64_t want = (int64_t)i * 31 + it * 7 + root;
+                if (y[i] != want) {
+                    printf("RESULT rank %d wrong iter %d op bcast index %zu got %lld want %lld\n", g_rank, it, i,
+                           (long long)y[i], (long long)want);
+                    leave(1);
+                }
+            }
+        }
+    }
+    if (g_rank == g_kill_rank) {
+        /* The kill point fell after the last collective's work: die now. */
+        pause();
+    }
+    char host[64] = "?";
+    gethostname(host, sizeof(host) - 1);
+    printf("RESULT rank %d ok iters %d seconds %.3f host %s\n", g_rank, iters, realtime() - t0, host);
+    fflush(stdout);
+    free(x);
+    free(y);
+    zap_comm_destroy(comm);
+    zap_transport_close(t);
+    MPI_Finalize();
+    return 0;
+}

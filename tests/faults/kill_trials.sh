@@ -1,0 +1,127 @@
+#!/bin/bash
+# SIGKILL trials across network-namespace hosts (netns.sh): in each trial one
+# rank is killed at a seeded random point during an allreduce loop, a
+# broadcast loop or a zap-verify job. Every trial must end (bounded by
+# `timeout`), and every surviving rank must report an error that names the
+# killed rank within ZAP_TIMEOUT + 1 s of the kill, or finish correctly when
+# the kill came after its last collective; a wrong result fails the trial.
+# A survivor whose error names not the killed rank but another survivor that
+# already left (the failure cascades through the collective's pattern) is
+# counted and reported; STRICT=1 makes it fail the trial (docs/faults.md).
+#
+#   kill_trials.sh [TRIALS [SEED]]     default 6 trials, seed 1
+#
+# Trials cycle allreduce, bcast, zap-verify (KINDS overrides), on 3 or 4 hosts; the kill
+# point comes from SEED + trial. One line per trial, then a summary with the
+# worst detection latency. Exit 0 when every trial passed, 1 otherwise, 77
+# (skip) without namespaces.
+set -u
+TRIALS=${1:-6}
+SEED=${2:-1}
+export ZAP_TIMEOUT=${ZAP_TIMEOUT:-5}
+NETNS_LIB=1 source "$(dirname "${BASH_SOURCE[0]}")/netns.sh"
+trap ns_cleanup EXIT
+: "${FAULT_RANK:?FAULT_RANK must name the zap-fault-rank binary}"
+ns_setup 4 || exit $?
+NS_RUN_TIMEOUT=$(awk "BEGIN{print int($ZAP_TIMEOUT) + 40}")
+LIMIT=$(awk "BEGIN{print $ZAP_TIMEOUT + 1}")
+
+fails=0 passed=0 late=0 worst=0 finished_first=0 named=0 unnamed=0
+now() { date +%s.%N; }
+fmax() { awk "BEGIN{a=$1; b=$2; print (a > b) ? a : b}"; }
+fgt() { awk "BEGIN{exit !($1 > $2)}"; }
+
+# The pid of rank $1 of a zap-verify job of this run (found by its environment).
+rank_pid() {
+    local p
+    for p in $(pgrep -x zap-verify); do
+        if tr '\0' '\n' < /proc/$p/environ 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$1" &&
+           tr '\0' '\n' < /proc/$p/environ 2>/dev/null | grep -qx "FAULTS_NS_PREFIX=$FAULTS_NS_PREFIX"; then
+            echo $p; return 0
+        fi
+    done
+    return 1
+}
+
+for ((t = 0; t < TRIALS; t++)); do
+    s=$((SEED + t))
+    np=$((3 + s % 2))
+    victim=$((s * 7919 % np))
+    kinds=(${KINDS:-allreduce bcast verify})
+    kind=${kinds[$((t % ${#kinds[@]}))]}
+    log=$NS_TMP/trial$t.log kf=$NS_TMP/kill$t
+    rm -f "$kf"
+    start=$(now)
+    if [ $kind = verify ]; then
+        : "${FAULTS_VERIFY_BIN:?FAULTS_VERIFY_BIN must name zap-verify}"
+        ns_mpirun $np --enable-recovery --mca orte_allowed_exit_without_sync 1 -x ZAP_VERIFY_THREADS=1 -- \
+            "$FAULTS_VERIFY_BIN" run --gen 60000 --invalid-fraction 0.05 --seed $s --quiet > "$log" 2>&1 &
+        job=$!
+        # Kill at a seeded point 1.0 to 3.0 s after the ranks exist.
+        delay=$(awk "BEGIN{srand($s); printf \"%.3f\", 1.0 + 2.0 * rand()}")
+        pid=""
+        for ((w = 0; w < 200; w++)); do pid=$(rank_pid $victim) && break; sleep 0.05; done
+        sleep "$delay"
+        if [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null; then now > "$kf"; fi
+        wait $job; rc=$?
+    else
+        ns_mpirun $np --enable-recovery --mca orte_allowed_exit_without_sync 1 -- \
+            "$FAULT_RANK" --op $kind --iters 40 --count 4096 --kill-rank $victim --seed $s --kill-file "$kf" > "$log" 2>&1
+        rc=$?
+    fi
+    end=$(now)
+    verdict=pass why=""
+    if [ $rc -eq 137 ] || fgt "$(awk "BEGIN{print $end - $start}")" $((NS_RUN_TIMEOUT - 1)); then
+        verdict=FAIL why="hung: killed by timeout after ${NS_RUN_TIMEOUT}s"
+    elif grep -q "^RESULT rank [0-9]* wrong" "$log" || grep -q "verdict mismatch\|MISMATCH" "$log"; then
+        verdict=FAIL why="wrong result"
+    fi
+    if [ ! -s "$kf" ]; then
+        finished_first=$((finished_first + 1))
+        detail="no kill (the job ended first), rc $rc"
+        if [ $verdict = pass ] && [ $rc -ne 0 ]; then verdict=FAIL why="no kill but job failed"; fi
+    else
+        kt=$(cat "$kf")
+        jobend=$(awk "BEGIN{printf \"%.2f\", $end - $kt}")
+        detail="killed rank $victim of $np; job ended ${jobend}s after the kill"
+        for ((r = 0; r < np; r++)); do
+            [ $r -eq $victim ] && continue
+            if [ $kind = verify ]; then
+                # zap-verify: the survivor's error log lines must name the victim.
+                if grep -q "zap\[rank $r\] error:.*rank $victim\b" "$log"; then
+                    named=$((named + 1))
+                elif grep -q "zap\[rank $r\] error:" "$log"; then
+                    unnamed=$((unnamed + 1))
+                    [ "${STRICT:-0}" = 1 ] && verdict=FAIL why="$why rank $r: error does not name rank $victim;"
+                else
+                    verdict=FAIL why="$why rank $r: no error at all;"
+                fi
+            else
+                line=$(grep "^RESULT rank $r " "$log" | head -1)
+                case "$line" in
+                *" ok "*) ;;
+                *" error "*)
+                    et=$(echo "$line" | sed 's/.* at \([0-9.]*\) .*/\1/')
+                    lat=$(awk "BEGIN{printf \"%.3f\", $et - $kt}")
+                    worst=$(fmax $worst $lat)
+                    if fgt $lat $LIMIT; then verdict=FAIL late=$((late + 1)) why="$why rank $r: error ${lat}s after the kill;"; fi
+                    case "$line" in
+                    *"named-failed-rank yes"*) named=$((named + 1)) ;;
+                    *) unnamed=$((unnamed + 1))
+                       [ "${STRICT:-0}" = 1 ] && verdict=FAIL why="$why rank $r: error does not name rank $victim;" ;;
+                    esac
+                    ;;
+                *) verdict=FAIL why="$why rank $r: no result line;" ;;
+                esac
+            fi
+        done
+        if fgt $jobend $LIMIT; then
+            [ $kind = verify ] && worst=$(fmax $worst $jobend)
+            if [ $kind = verify ]; then verdict=FAIL why="$why job ended ${jobend}s after the kill;"; fi
+        fi
+    fi
+    echo "trial $t seed $s $kind: $verdict: $detail $why"
+    if [ $verdict = pass ]; then passed=$((passed + 1)); else fails=$((fails + 1)); sed 's/^/    | /' "$log" | tail -15; fi
+done
+echo "summary: $TRIALS trials, $passed passed, $fails failed, $finished_first ended before the kill; worst detection ${worst}s (limit ${LIMIT}s, ZAP_TIMEOUT $ZAP_TIMEOUT); survivor errors naming the killed rank: $named, naming another rank (a survivor that left first): $unnamed"
+[ $fails -eq 0 ]

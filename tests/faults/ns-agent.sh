@@ -1,0 +1,16 @@
+#!/bin/bash
+# Open MPI's rsh launch agent for the namespace "hosts" of netns.sh: called
+# as `ns-agent.sh <host> <command...>` (like ssh), it runs the command inside
+# the network namespace that owns <host>'s address, in a fresh UTS namespace
+# named after it, so every "host" has its own address and hostname.
+# FAULTS_NS_PREFIX (exported by netns.sh) names the namespaces: the host
+# 10.231.0.<i+1> is namespace ${FAULTS_NS_PREFIX}<i>.
+set -u
+host=$1
+shift
+case "$host" in
+10.231.0.*) idx=$(( ${host##*.} - 1 )) ;;
+*) echo "ns-agent.sh: $host is not a netns.sh test host (10.231.0.x)" >&2; exit 255 ;;
+esac
+ns=${FAULTS_NS_PREFIX:?FAULTS_NS_PREFIX is not set}$idx
+exec ip netns exec "$ns" unshare --uts sh -c "hostname zaphost$idx; $*"
