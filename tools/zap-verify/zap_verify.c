@@ -378,7 +378,19 @@ typedef struct run_ctx {
     double load_seconds;
     int exit_code[4096];
     const char *transport_name;
+    /* Every rank waits here until the root has loaded or generated the batch,
+     * which may take longer than ZAP_TIMEOUT; neither wait has a deadline of
+     * its own, the root's load is bounded by its own work. */
+    void (*loaded)(struct run_ctx *c);
+    pthread_barrier_t barrier; /* inproc */
 } run_ctx_t;
+
+static void loaded_inproc(run_ctx_t *c) { pthread_barrier_wait(&c->barrier); }
+static void loaded_mpi(run_ctx_t *c)
+{
+    (void)c;
+    MPI_Barrier(MPI_COMM_WORLD);
+}
 
 typedef struct progress {
     volatile int stop;
@@ -508,14 +520,16 @@ static int rank_main(run_ctx_t *c, zap_transport_t *t)
     const int rank = zap_transport_rank(t);
     zap_comm_t *comm = NULL;
     zap_buf_t batch = {0};
-    zap_status_t s = zap_comm_create(t, &comm);
-    if (s != ZAP_OK) {
-        fprintf(stderr, "zap-verify: rank %d: communicator: %s\n", rank, zap_status_string(s));
-        return EXIT_ERROR;
-    }
     zap_status_t load = ZAP_OK;
     if (rank == o->vp.root)
         load = load_batch(c, t, &batch);
+    c->loaded(c);
+    zap_status_t s = zap_comm_create(t, &comm);
+    if (s != ZAP_OK) {
+        fprintf(stderr, "zap-verify: rank %d: communicator: %s\n", rank, zap_status_string(s));
+        zap_buf_free(&batch);
+        return EXIT_ERROR;
+    }
     /* A root that failed to load still takes part: it hands the job an empty
      * buffer, which the parse step refuses on every rank. */
     zap_verify_params_t vp = o->vp;
@@ -542,8 +556,12 @@ static int rank_main(run_ctx_t *c, zap_transport_t *t)
         if (rank == 0)
             fprintf(stderr, "zap-verify: the job failed: %s\n", zap_status_string(s));
         code = EXIT_ERROR;
+    } else if (s == ZAP_ERR_MISMATCH && r.ranks) {
+        code = EXIT_MISMATCH; /* the verdict sets differ */
     } else if (s == ZAP_ERR_MISMATCH) {
-        code = EXIT_MISMATCH;
+        if (rank == 0)
+            fprintf(stderr, "zap-verify: the job failed: collective arguments differ across ranks\n");
+        code = EXIT_ERROR;
     }
     if (rank == 0 && r.ranks) {
         if (!o->quiet)
@@ -622,6 +640,8 @@ static int cmd_run(opts_t *o, int *argc, char ***argv)
         if (!o->vp.threads)
             o->vp.threads = default_threads(o->inproc_ranks);
         c.transport_name = "inproc";
+        c.loaded = loaded_inproc;
+        pthread_barrier_init(&c.barrier, NULL, (unsigned)o->inproc_ranks);
         zap_inproc_world_t *world;
         zap_status_t s = zap_inproc_world_create(o->inproc_ranks, NULL, &world);
         if (s != ZAP_OK) {
@@ -634,7 +654,7 @@ static int cmd_run(opts_t *o, int *argc, char ***argv)
             args[r] = (inproc_arg_t){&c, world, r};
             if (pthread_create(&tid[r], NULL, inproc_rank, &args[r]) != 0) {
                 fprintf(stderr, "zap-verify: cannot start rank thread %d\n", r);
-                return EXIT_ERROR; /* earlier ranks time out; the process exits */
+                exit(EXIT_ERROR); /* ranks already started wait at the load barrier */
             }
         }
         int code = 0;
@@ -646,8 +666,10 @@ static int cmd_run(opts_t *o, int *argc, char ***argv)
         free(tid);
         free(args);
         zap_inproc_world_destroy(world);
+        pthread_barrier_destroy(&c.barrier);
         return code;
     }
+    c.loaded = loaded_mpi;
 
     int provided;
     if (MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS) {
