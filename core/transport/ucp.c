@@ -95,7 +95,10 @@ struct ucp_transport {
     ucp_req_t *free_reqs;
     void **blocks;
     size_t nblocks, cap_blocks;
-    size_t live_reqs; /* handed out and not yet back on the free list */
+    /* One completed request parked without the lock: a blocking send or
+     * receive frees its request and posts the next, so a ping-pong never
+     * takes the lock for request memory. */
+    _Atomic(ucp_req_t *) spare;
     int closing;      /* close has begun: peers closing too look like failures */
     int torn_down;    /* UCX resources released by close */
     struct ucp_transport *next_closed;
@@ -113,6 +116,11 @@ static ucp_transport_t *ucp_of(zap_transport_t *t) { return (ucp_transport_t *)t
 
 static ucp_req_t *req_get(ucp_transport_t *u)
 {
+    ucp_req_t *spare = atomic_exchange_explicit(&u->spare, NULL, memory_order_acquire);
+    if (spare != NULL) {
+        memset(spare, 0, sizeof(*spare));
+        return spare;
+    }
     if (u->free_reqs == NULL) {
         if (u->nblocks == u->cap_blocks) {
             size_t cap = u->cap_blocks ? u->cap_blocks * 2 : 16;
@@ -134,7 +142,6 @@ static ucp_req_t *req_get(ucp_transport_t *u)
     ucp_req_t *r = u->free_reqs;
     u->free_reqs = r->next;
     memset(r, 0, sizeof(*r));
-    u->live_reqs++;
     return r;
 }
 
@@ -142,7 +149,6 @@ static void req_put(ucp_transport_t *u, ucp_req_t *r)
 {
     r->next = u->free_reqs;
     u->free_reqs = r;
-    u->live_reqs--;
 }
 
 static void list_add(ucp_transport_t *u, ucp_req_t *r)
@@ -476,6 +482,17 @@ static void ucp_request_free_op(zap_request_t *req)
 {
     ucp_transport_t *u = ucp_of(req->transport);
     ucp_req_t *r = (ucp_req_t *)req;
+    if (zap_request_status(req) != ZAP_INPROGRESS && r->ucx == NULL) {
+        /* Complete (the status is stored after ucx is cleared): park it,
+         * and return whatever was parked before to the free list. */
+        ucp_req_t *old = atomic_exchange_explicit(&u->spare, r, memory_order_acq_rel);
+        if (old != NULL) {
+            spin_lock(&u->lock);
+            req_put(u, old);
+            spin_unlock(&u->lock);
+        }
+        return;
+    }
     spin_lock(&u->lock);
     if (u->torn_down)
         r->ucx = NULL;
