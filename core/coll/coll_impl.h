@@ -7,13 +7,16 @@
  * or two scratch buffers drawn from the transport's pool when it is posted, so
  * the steps themselves never allocate.
  *
- * Tags (64 bits): bit 63 set marks collective traffic (the rest of the tag
- * space stays free for users of the transport); bits 48..62 the communicator
- * id; bits 16..47 the operation's sequence number on its communicator; bits
- * 12..15 the phase (0: header exchange, 1..: algorithm phases); bits 0..11 the
- * step within the phase. Two operations in flight therefore never match each
- * other's messages, and messages of one step between one pair of ranks arrive
- * in order (the transport's guarantee), which the pipelined algorithms use.
+ * Tags fit in 44 bits, the part of the tag the UCX transport maps one to one
+ * (zap/ucp.h): bit 43 set marks collective traffic (tags below 2^43 stay free
+ * for other users of the transport); bits 32..42 the communicator id (11
+ * bits); bits 16..31 the operation's sequence number on its communicator,
+ * modulo 2^16; bits 12..15 the phase (0: header exchange, 1..: algorithm
+ * phases); bits 0..11 the step within the phase, modulo 4096. Operations in
+ * flight together (fewer than 65536 on a communicator) therefore never match
+ * each other's messages, and messages of one step between one pair of ranks
+ * arrive in order (the transport's guarantee), which the pipelined algorithms
+ * use. Communicator ids wrap after 2047 creations.
  *
  * Argument agreement: every collective starts with a header of its arguments
  * (kind, algorithm, count, datatype, op, root, a hash of v-counts, a "bad"
@@ -35,8 +38,8 @@
 
 #define ZAP_COLL_MAX_REQS 16
 #define ZAP_COLL_ALG_STATE_BYTES 256
-#define ZAP_COLL_TAG_BIT (UINT64_C(1) << 63)
-#define ZAP_COLL_COMM_ID_MAX 0x7fff
+#define ZAP_COLL_TAG_BIT (UINT64_C(1) << 43)
+#define ZAP_COLL_COMM_ID_MAX 0x7ff
 #define ZAP_COLL_BOOT_ID 0 /* reserved for zap_comm_create's own exchange */
 #define ZAP_COLL_STEP_MAX 0xfff
 
@@ -149,8 +152,8 @@ void zap_coll_op_discard(zap_coll_op_t *op);
 
 static inline uint64_t zap_coll_tag(const zap_coll_op_t *op, int phase, int step)
 {
-    return ZAP_COLL_TAG_BIT | ((uint64_t)(op->comm->id & ZAP_COLL_COMM_ID_MAX) << 48) |
-           ((op->seq & 0xffffffffu) << 16) | ((uint64_t)(phase & 0xf) << 12) | (uint64_t)(step & ZAP_COLL_STEP_MAX);
+    return ZAP_COLL_TAG_BIT | ((uint64_t)(op->comm->id & ZAP_COLL_COMM_ID_MAX) << 32) |
+           ((op->seq & 0xffffu) << 16) | ((uint64_t)(phase & 0xf) << 12) | (uint64_t)(step & ZAP_COLL_STEP_MAX);
 }
 
 /* Posts a send/receive to comm rank peer in the current step. A receive's

@@ -40,7 +40,7 @@ static const zap_transport_ops_t coll_req_ops = {
 /* Ids handed to communicators: each rank proposes the next id it has not
  * used and the communicator takes the maximum over its ranks, so two
  * communicators sharing a rank never share an id (up to wrap-around after
- * 32767 creations). Process-wide because in-process ranks share a process. */
+ * 2047 creations). Process-wide because in-process ranks share a process. */
 static atomic_uint next_comm_id = 1;
 
 static int comm_to_transport_rank(const zap_comm_t *comm, int r) { return comm->ranks ? comm->ranks[r] : r; }
