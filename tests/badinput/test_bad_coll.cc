@@ -1,0 +1,282 @@
+// Bad input to the collectives over inproc ranks (docs/bad-input.md, rows C*):
+// a rank with wrong arguments gets ZAP_ERR_INVALID_PARAM or
+// ZAP_ERR_UNSUPPORTED, ranks whose arguments disagree all get
+// ZAP_ERR_MISMATCH, nobody waits forever, and the communicator still gives a
+// correct allreduce afterwards with no pool buffer left out.
+#include <gtest/gtest.h>
+#include <climits>
+#include <cstdint>
+#include <functional>
+#include <thread>
+#include <vector>
+#include "log_capture.h"
+extern "C" {
+#include "zap/coll.h"
+#include "zap/inproc.h"
+}
+
+namespace {
+struct Ranks {
+    zap_inproc_world_t *w = nullptr;
+    std::vector<zap_transport_t *> t;
+    std::vector<zap_comm_t *> c;
+    int n;
+    explicit Ranks(int nranks = 4) : t(nranks), c(nranks, nullptr), n(nranks)
+    {
+        EXPECT_EQ(zap_inproc_world_create(n, nullptr, &w), ZAP_OK);
+        for (int r = 0; r < n; r++)
+            EXPECT_EQ(zap_inproc_transport(w, r, &t[r]), ZAP_OK);
+        run([&](int r) { EXPECT_EQ(zap_comm_create(t[r], &c[r]), ZAP_OK); });
+    }
+    ~Ranks()
+    {
+        for (auto *x : c)
+            zap_comm_destroy(x);
+        zap_inproc_world_destroy(w);
+    }
+    void run(const std::function<void(int)> &fn)
+    {
+        std::vector<std::thread> ts;
+        for (int r = 0; r < n; r++)
+            ts.emplace_back(fn, r);
+        for (auto &x : ts)
+            x.join();
+    }
+    // The state after a refused collective: a correct allreduce, nothing out.
+    void expect_intact()
+    {
+        run([&](int r) {
+            int64_t x[3] = {r, 2 * r, 1}, y[3] = {0, 0, 0};
+            ASSERT_EQ(zap_allreduce(c[r], x, y, 3, ZAP_DT_INT64, ZAP_OP_SUM), ZAP_OK);
+            int64_t s = (int64_t)n * (n - 1) / 2;
+            EXPECT_EQ(y[0], s);
+            EXPECT_EQ(y[1], 2 * s);
+            EXPECT_EQ(y[2], n);
+        });
+        zap_pool_stats_t s{};
+        ASSERT_EQ(zap_pool_stats(zap_transport_pool(t[0]), &s), ZAP_OK);
+        EXPECT_EQ(s.buffers_out, 0u);
+    }
+    // Runs fn on every rank and returns each rank's status.
+    std::vector<zap_status_t> each(const std::function<zap_status_t(int)> &fn)
+    {
+        std::vector<zap_status_t> st(n, ZAP_INPROGRESS);
+        run([&](int r) { st[r] = fn(r); });
+        return st;
+    }
+};
+
+void expect_all(const std::vector<zap_status_t> &st, zap_status_t want)
+{
+    for (size_t r = 0; r < st.size(); r++)
+        EXPECT_EQ(st[r], want) << "rank " << r << ": " << zap_status_string(st[r]);
+}
+} // namespace
+
+TEST(BadColl, CommCreateWithNullArgumentsIsInvalidParam)
+{
+    Ranks k(2);
+    zap_comm_t *c = nullptr;
+    EXPECT_EQ(zap_comm_create(nullptr, &c), ZAP_ERR_INVALID_PARAM);
+    EXPECT_EQ(zap_comm_create(k.t[0], nullptr), ZAP_ERR_INVALID_PARAM);
+    EXPECT_EQ(c, nullptr);
+    EXPECT_EQ(zap_comm_rank(nullptr), -1);
+    EXPECT_EQ(zap_comm_size(nullptr), -1);
+    k.expect_intact();
+}
+
+TEST(BadColl, CollectivesOnNullCommAreInvalidParam)
+{
+    int64_t x = 1, y = 0;
+    zap_request_t *req = nullptr;
+    EXPECT_EQ(zap_allreduce(nullptr, &x, &y, 1, ZAP_DT_INT64, ZAP_OP_SUM), ZAP_ERR_INVALID_PARAM);
+    EXPECT_EQ(zap_bcast(nullptr, &x, 1, ZAP_DT_INT64, 0), ZAP_ERR_INVALID_PARAM);
+    EXPECT_EQ(zap_barrier(nullptr), ZAP_ERR_INVALID_PARAM);
+    EXPECT_EQ(zap_iallreduce(nullptr, &x, &y, 1, ZAP_DT_INT64, ZAP_OP_SUM, &req), ZAP_ERR_INVALID_PARAM);
+    EXPECT_EQ(req, nullptr);
+}
+
+TEST(BadColl, NullRequestPointerIsInvalidParam)
+{
+    Ranks k(2);
+    int64_t x = 1, y = 0;
+    EXPECT_EQ(zap_iallreduce(k.c[0], &x, &y, 1, ZAP_DT_INT64, ZAP_OP_SUM, nullptr), ZAP_ERR_INVALID_PARAM);
+    EXPECT_EQ(zap_ibcast(k.c[0], &x, 1, ZAP_DT_INT64, 0, nullptr), ZAP_ERR_INVALID_PARAM);
+    k.expect_intact();
+}
+
+TEST(BadColl, AllreduceOfInvalidDatatypeIsInvalidParamEverywhere)
+{
+    LogCapture log;
+    Ranks k;
+    int64_t x[4] = {0}, y[4];
+    expect_all(k.each([&](int r) { return zap_allreduce(k.c[r], x, y, 4, ZAP_DT_COUNT, ZAP_OP_SUM); }),
+               ZAP_ERR_INVALID_PARAM);
+    EXPECT_TRUE(log.contains("invalid datatype"));
+    k.expect_intact();
+}
+
+TEST(BadColl, AllreduceOfInvalidOpIsInvalidParamEverywhere)
+{
+    LogCapture log;
+    Ranks k;
+    int64_t x[4] = {0}, y[4];
+    expect_all(k.each([&](int r) { return zap_allreduce(k.c[r], x, y, 4, ZAP_DT_INT64, (zap_op_t)99); }),
+               ZAP_ERR_INVALID_PARAM);
+    k.expect_intact();
+}
+
+TEST(BadColl, BitwiseOpOnFloatsIsUnsupportedEverywhere)
+{
+    LogCapture log;
+    Ranks k;
+    float x[4] = {0}, y[4];
+    expect_all(k.each([&](int r) { return zap_allreduce(k.c[r], x, y, 4, ZAP_DT_FLOAT32, ZAP_OP_BAND); }),
+               ZAP_ERR_UNSUPPORTED);
+    EXPECT_EQ(zap_op_supported(ZAP_DT_FLOAT32, ZAP_OP_BXOR), 0);
+    k.expect_intact();
+}
+
+TEST(BadColl, HugeCountIsInvalidParamEverywhere)
+{
+    LogCapture log;
+    Ranks k;
+    int64_t x = 0, y = 0;
+    expect_all(k.each([&](int r) { return zap_allreduce(k.c[r], &x, &y, SIZE_MAX / 2, ZAP_DT_INT64, ZAP_OP_SUM); }),
+               ZAP_ERR_INVALID_PARAM);
+    expect_all(k.each([&](int r) { return zap_bcast(k.c[r], &x, SIZE_MAX / 4, ZAP_DT_INT64, 0); }),
+               ZAP_ERR_INVALID_PARAM);
+    k.expect_intact();
+}
+
+TEST(BadColl, NullBufferOnOneRankIsInvalidThereAndMismatchElsewhere)
+{
+    LogCapture log;
+    Ranks k;
+    auto st = k.each([&](int r) {
+        int64_t x[8] = {0}, y[8];
+        return zap_allreduce(k.c[r], x, r == 2 ? nullptr : y, 8, ZAP_DT_INT64, ZAP_OP_SUM);
+    });
+    for (int r = 0; r < k.n; r++)
+        EXPECT_EQ(st[r], r == 2 ? ZAP_ERR_INVALID_PARAM : ZAP_ERR_MISMATCH) << "rank " << r;
+    EXPECT_TRUE(log.contains("NULL buffer with count 8"));
+    k.expect_intact();
+}
+
+TEST(BadColl, AllreduceCountsThatDifferAreMismatchEverywhere)
+{
+    LogCapture log;
+    Ranks k;
+    expect_all(k.each([&](int r) {
+        int64_t x[9] = {0}, y[9];
+        return zap_allreduce(k.c[r], x, y, r == 1 ? 9 : 8, ZAP_DT_INT64, ZAP_OP_SUM);
+    }),
+               ZAP_ERR_MISMATCH);
+    k.expect_intact();
+}
+
+TEST(BadColl, AllreduceDatatypesThatDifferAreMismatchEverywhere)
+{
+    LogCapture log;
+    Ranks k;
+    expect_all(k.each([&](int r) {
+        int64_t x[8] = {0}, y[8];
+        return zap_allreduce(k.c[r], x, y, 8, r == 3 ? ZAP_DT_UINT64 : ZAP_DT_INT64, ZAP_OP_SUM);
+    }),
+               ZAP_ERR_MISMATCH);
+    k.expect_intact();
+}
+
+TEST(BadColl, AllreduceOpsThatDifferAreMismatchEverywhere)
+{
+    LogCapture log;
+    Ranks k;
+    expect_all(k.each([&](int r) {
+        int64_t x[8] = {0}, y[8];
+        return zap_allreduce(k.c[r], x, y, 8, ZAP_DT_INT64, r == 0 ? ZAP_OP_MAX : ZAP_OP_SUM);
+    }),
+               ZAP_ERR_MISMATCH);
+    k.expect_intact();
+}
+
+TEST(BadColl, BcastRootOutsideCommIsInvalidParamEverywhere)
+{
+    LogCapture log;
+    Ranks k;
+    int64_t x[4] = {0};
+    expect_all(k.each([&](int r) { return zap_bcast(k.c[r], x, 4, ZAP_DT_INT64, -1); }), ZAP_ERR_INVALID_PARAM);
+    expect_all(k.each([&](int r) { return zap_bcast(k.c[r], x, 4, ZAP_DT_INT64, k.n); }), ZAP_ERR_INVALID_PARAM);
+    EXPECT_TRUE(log.contains("root 4 is not in [0, 4)"));
+    k.expect_intact();
+}
+
+TEST(BadColl, BcastRootsThatDifferAreMismatchEverywhere)
+{
+    LogCapture log;
+    Ranks k;
+    expect_all(k.each([&](int r) {
+        int64_t x[4] = {r, r, r, r};
+        return zap_bcast(k.c[r], x, 4, ZAP_DT_INT64, r == 0 ? 0 : 1);
+    }),
+               ZAP_ERR_MISMATCH);
+    k.expect_intact();
+}
+
+TEST(BadColl, BcastCountsThatDifferAreMismatchEverywhere)
+{
+    LogCapture log;
+    Ranks k;
+    expect_all(k.each([&](int r) {
+        int64_t x[5] = {0};
+        return zap_bcast(k.c[r], x, r == 2 ? 5 : 4, ZAP_DT_INT64, 0);
+    }),
+               ZAP_ERR_MISMATCH);
+    k.expect_intact();
+}
+
+TEST(BadColl, SplitWithNegativeColorIsInvalidParam)
+{
+    Ranks k(2);
+    zap_comm_t *nc = nullptr;
+    EXPECT_EQ(zap_comm_split(k.c[0], -5, 0, &nc), ZAP_ERR_INVALID_PARAM);
+    EXPECT_EQ(zap_comm_split(k.c[0], 0, 0, nullptr), ZAP_ERR_INVALID_PARAM);
+    EXPECT_EQ(nc, nullptr);
+    k.expect_intact();
+}
+
+TEST(BadColl, UnknownAllreduceAlgorithmIsInvalidParamEverywhere)
+{
+    LogCapture log;
+    Ranks k;
+    {
+        ScopedEnv env("ZAP_ALLREDUCE_ALG", "fastest");
+        int64_t x[4] = {0}, y[4];
+        expect_all(k.each([&](int r) { return zap_allreduce(k.c[r], x, y, 4, ZAP_DT_INT64, ZAP_OP_SUM); }),
+                   ZAP_ERR_INVALID_PARAM);
+    }
+    EXPECT_TRUE(log.contains("ZAP_ALLREDUCE_ALG")) << log.all();
+    k.expect_intact();
+}
+
+TEST(BadColl, UnknownBcastAlgorithmIsInvalidParamEverywhere)
+{
+    LogCapture log;
+    Ranks k;
+    {
+        ScopedEnv env("ZAP_BCAST_ALG", "tree");
+        int64_t x[4] = {0};
+        expect_all(k.each([&](int r) { return zap_bcast(k.c[r], x, 4, ZAP_DT_INT64, 0); }), ZAP_ERR_INVALID_PARAM);
+    }
+    EXPECT_TRUE(log.contains("ZAP_BCAST_ALG")) << log.all();
+    k.expect_intact();
+}
+
+TEST(BadColl, AllreduceWithAClosedPeerIsPeerFailed)
+{
+    LogCapture log;
+    Ranks k(2);
+    zap_transport_close(k.t[1]);
+    int64_t x = 1, y = 0;
+    EXPECT_EQ(zap_allreduce(k.c[0], &x, &y, 1, ZAP_DT_INT64, ZAP_OP_SUM), ZAP_ERR_PEER_FAILED);
+    EXPECT_EQ(zap_allreduce(k.c[1], &x, &y, 1, ZAP_DT_INT64, ZAP_OP_SUM), ZAP_ERR_CLOSED);
+}
