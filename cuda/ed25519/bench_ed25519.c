@@ -20,6 +20,9 @@
  *      mutated) and, where the CPU ran, with libsodium's.
  *   4. The crossover: the smallest batch (powers of two from 16) where the GPU
  *      end-to-end time beats libsodium on all cores.
+ * With --msg-len L the records are variable-message records and every message
+ * is L bytes (the blob follows the records: pinned for end to end, device
+ * memory for kernel only); mutations then touch R, S and A only.
  * Prints a table to stdout and writes a CSV (--csv). */
 #include <cuda_runtime_api.h>
 #include <math.h>
@@ -32,7 +35,7 @@
 #include "ed25519_testgen.h"
 
 typedef struct bench_opts {
-    int min_log2, max_log2, cpu_max_log2, reps, threads;
+    int min_log2, max_log2, cpu_max_log2, reps, threads, msg_len;
     uint32_t keys;
     uint64_t seed;
     const char *csv;
@@ -75,7 +78,8 @@ static uint64_t mix64(uint64_t z)
 }
 
 /* Flip one bit of R, S, A or the message in ppm per million items. */
-static void mutate(uint8_t *rec, uint8_t *intended, uint64_t n, uint32_t ppm, uint64_t seed)
+static void mutate(uint8_t *rec, uint8_t *intended, uint64_t n, uint32_t ppm, uint64_t seed,
+                   int variable_msgs)
 {
     for (uint64_t i = 0; i < n; i++) {
         uint64_t r = mix64(seed ^ (i * 0x2545f4914f6cdd1dULL));
@@ -83,7 +87,8 @@ static void mutate(uint8_t *rec, uint8_t *intended, uint64_t n, uint32_t ppm, ui
         if (r % 1000000 >= ppm)
             continue;
         uint64_t r2 = mix64(r);
-        int field = (int)(r2 % 4);               /* 0 A, 1 R, 2 S, 3 msg */
+        /* 0 A, 1 R, 2 S, 3 msg (fixed records; variable ones keep their message) */
+        int field = (int)(r2 % (variable_msgs ? 3 : 4));
         int bit = (int)((r2 >> 8) % 256);
         uint8_t *p = rec + i * 128 + 32 * field;
         p[bit / 8] ^= (uint8_t)(1u << (bit % 8));
@@ -94,12 +99,13 @@ static void mutate(uint8_t *rec, uint8_t *intended, uint64_t n, uint32_t ppm, ui
 static void usage(void)
 {
     fprintf(stderr, "usage: zap-ed25519-bench [--min-log2 10] [--max-log2 22] [--cpu-max-log2 18]\n"
-                    "         [--reps 5] [--keys 65536] [--threads all] [--seed N] [--csv file]\n");
+                    "         [--reps 5] [--keys 65536] [--threads all] [--seed N] [--csv file]\n"
+                    "         [--msg-len L]  (L > 0: variable-message records, every message L bytes)\n");
 }
 
 int main(int argc, char **argv)
 {
-    bench_opts_t o = {10, 22, 18, 5, 0, 65536, 0x5eed, NULL};
+    bench_opts_t o = {10, 22, 18, 5, 0, 0, 65536, 0x5eed, NULL};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -117,6 +123,8 @@ int main(int argc, char **argv)
             o.reps = atoi(v);
         else if (!strcmp(a, "--keys"))
             o.keys = (uint32_t)strtoul(v, NULL, 0);
+        else if (!strcmp(a, "--msg-len"))
+            o.msg_len = atoi(v);
         else if (!strcmp(a, "--threads"))
             o.threads = atoi(v);
         else if (!strcmp(a, "--seed"))
@@ -129,7 +137,8 @@ int main(int argc, char **argv)
         }
         i++;
     }
-    if (o.min_log2 < 4 || o.max_log2 > 26 || o.min_log2 > o.max_log2 || o.reps < 1) {
+    if (o.min_log2 < 4 || o.max_log2 > 26 || o.min_log2 > o.max_log2 || o.reps < 1 ||
+        o.msg_len < 0) {
         usage();
         return 2;
     }
@@ -155,6 +164,9 @@ int main(int argc, char **argv)
     gp.n_keys = o.keys;
     gp.threads = threads;
     gp.skip_oracle = 1; /* all valid by construction; checked against libsodium below */
+    int var = o.msg_len > 0;
+    gp.variable_msgs = var;
+    gp.min_msg_len = gp.max_msg_len = (uint32_t)o.msg_len;
     zap_ed25519_batch_t base;
     double t0 = now_s();
     if (zap_ed25519_gen(&gp, &base) != 0) {
@@ -162,8 +174,21 @@ int main(int argc, char **argv)
                 (unsigned long long)nmax);
         return 1;
     }
-    printf("# generated %llu signatures (%u key pairs, 32-byte messages) in %.1f s\n",
-           (unsigned long long)nmax, o.keys, now_s() - t0);
+    printf("# generated %llu signatures (%u key pairs, %d-byte messages, %s records) in %.1f s\n",
+           (unsigned long long)nmax, o.keys, var ? o.msg_len : 32, var ? "variable" : "fixed",
+           now_s() - t0);
+    /* Variable records: the blob goes to pinned host memory (end to end) and
+     * device memory (kernel only), like the records. */
+    uint8_t *hblob = NULL, *dblob = NULL;
+    uint64_t blob_len = var ? base.blob_len : 0;
+    if (var) {
+        if (!check(cudaMallocHost((void **)&hblob, blob_len ? blob_len : 1), "cudaMallocHost blob") ||
+            !check(cudaMalloc((void **)&dblob, blob_len ? blob_len : 1), "cudaMalloc blob"))
+            return 1;
+        memcpy(hblob, base.blob, blob_len);
+        if (!check(cudaMemcpy(dblob, hblob, blob_len, cudaMemcpyHostToDevice), "cudaMemcpy blob"))
+            return 1;
+    }
 
     size_t bytes = (size_t)nmax * 128;
     uint8_t *hrec = NULL, *drec = NULL, *dver = NULL, *hver = NULL;
@@ -185,7 +210,7 @@ int main(int argc, char **argv)
             perror(o.csv);
             return 1;
         }
-        fprintf(csv, "invalid_pct,n,gpu_kernel_ms,gpu_kernel_items_s,gpu_e2e_ms,gpu_e2e_items_s,"
+        fprintf(csv, "msg_len,invalid_pct,n,gpu_kernel_ms,gpu_kernel_items_s,gpu_e2e_ms,gpu_e2e_items_s,"
                      "h2d_ms,d2h_ms,cpu_ms,cpu_items_s,cpu_extrapolated,kernel_vs_cpu,e2e_vs_cpu,"
                      "mismatch_intended,mismatch_libsodium\n");
     }
@@ -195,15 +220,15 @@ int main(int argc, char **argv)
     uint64_t crossover = 0;
     for (int ri = 0; ri < 3; ri++) {
         memcpy(hrec, base.records, bytes);
-        mutate(hrec, intended, nmax, rates_ppm[ri], o.seed + (uint64_t)ri);
+        mutate(hrec, intended, nmax, rates_ppm[ri], o.seed + (uint64_t)ri, var);
         if (!check(cudaMemcpy(drec, hrec, bytes, cudaMemcpyHostToDevice), "cudaMemcpy records"))
             return 1;
         zap_ed25519_batch_t view = base;
         view.records = hrec;
         /* warm-up: module load, device buffers at full size */
         zap_ed25519_gpu_stats_t st;
-        if (zap_ed25519_gpu_verify(hrec, 128, nmax, 0, NULL, 0, hver, hbit, &st) != ZAP_OK ||
-            zap_ed25519_gpu_verify(drec, 128, nmax, 0, NULL, 0, dver, NULL, &st) != ZAP_OK) {
+        if (zap_ed25519_gpu_verify(hrec, 128, nmax, var, hblob, blob_len, hver, hbit, &st) != ZAP_OK ||
+            zap_ed25519_gpu_verify(drec, 128, nmax, var, dblob, blob_len, dver, NULL, &st) != ZAP_OK) {
             fprintf(stderr, "zap-ed25519-bench: warm-up failed\n");
             return 1;
         }
@@ -214,17 +239,19 @@ int main(int argc, char **argv)
         int first_log2 = ri == 0 ? 4 : o.min_log2; /* small sizes: crossover, 0% only */
         for (int lg = first_log2; lg <= o.max_log2; lg++) {
             uint64_t n = 1ull << lg;
+            /* the first n items' messages are the first n * L bytes of the blob */
+            uint64_t bl = var ? n * (uint64_t)o.msg_len : 0;
             int reps = n <= (1u << 18) ? o.reps : (o.reps < 3 ? o.reps : 3);
             double kt[64], et[64], h2d[64], d2h[64];
             if (reps > 64)
                 reps = 64;
             for (int r = 0; r < reps; r++) {
-                if (zap_ed25519_gpu_verify(drec, 128, n, 0, NULL, 0, dver, NULL, &st) != ZAP_OK)
+                if (zap_ed25519_gpu_verify(drec, 128, n, var, dblob, bl, dver, NULL, &st) != ZAP_OK)
                     return 1;
                 kt[r] = st.kernel_ms;
                 memset(hver, 0xee, n);
                 double w0 = now_s();
-                if (zap_ed25519_gpu_verify(hrec, 128, n, 0, NULL, 0, hver, hbit, &st) != ZAP_OK)
+                if (zap_ed25519_gpu_verify(hrec, 128, n, var, hblob, bl, hver, hbit, &st) != ZAP_OK)
                     return 1;
                 et[r] = (now_s() - w0) * 1e3;
                 h2d[r] = st.h2d_ms;
@@ -266,8 +293,8 @@ int main(int argc, char **argv)
                    krate / crate, erate / crate, (unsigned long long)bad_int,
                    (unsigned long long)bad_sod);
             if (csv != NULL)
-                fprintf(csv, "%.0f,%llu,%.4f,%.0f,%.4f,%.0f,%.4f,%.4f,%.4f,%.0f,%d,%.2f,%.2f,%llu,%llu\n",
-                        rates_ppm[ri] / 1e4, (unsigned long long)n, kms, krate, ems, erate, h2dms,
+                fprintf(csv, "%d,%.0f,%llu,%.4f,%.0f,%.4f,%.0f,%.4f,%.4f,%.4f,%.0f,%d,%.2f,%.2f,%llu,%llu\n",
+                        var ? o.msg_len : 32, rates_ppm[ri] / 1e4, (unsigned long long)n, kms, krate, ems, erate, h2dms,
                         d2hms, cpu_s * 1e3, crate, extrapolated, krate / crate, erate / crate,
                         (unsigned long long)bad_int, (unsigned long long)bad_sod);
             fflush(stdout);
@@ -290,7 +317,7 @@ int main(int argc, char **argv)
         int reps = 3;
         zap_ed25519_gpu_stats_t st;
         for (int r = 0; r < reps; r++) {
-            if (zap_ed25519_gpu_verify(drec, 128, nmax, 0, NULL, 0, dver, NULL, &st) != ZAP_OK)
+            if (zap_ed25519_gpu_verify(drec, 128, nmax, var, dblob, blob_len, dver, NULL, &st) != ZAP_OK)
                 return 1;
             kt[r] = st.kernel_ms;
         }
@@ -306,7 +333,7 @@ int main(int argc, char **argv)
         memcpy(mrec, base.records, bytes);
         zap_ed25519_gpu_stats_t st;
         double w0 = now_s();
-        if (zap_ed25519_gpu_verify(mrec, 128, nmax, 0, NULL, 0, hver, NULL, &st) == ZAP_OK)
+        if (zap_ed25519_gpu_verify(mrec, 128, nmax, var, hblob, blob_len, hver, NULL, &st) == ZAP_OK)
             printf("# managed records (host-touched, prefetched in the call): n %llu, wall %.3f ms "
                    "(%.0f items/s), prefetch %.3f ms, kernel %.3f ms\n",
                    (unsigned long long)nmax, (now_s() - w0) * 1e3,
@@ -321,6 +348,10 @@ int main(int argc, char **argv)
     check(cudaFree(dver), "cudaFree");
     check(cudaFreeHost(hver), "cudaFreeHost");
     check(cudaFreeHost(hbit), "cudaFreeHost");
+    if (var) {
+        check(cudaFreeHost(hblob), "cudaFreeHost blob");
+        check(cudaFree(dblob), "cudaFree blob");
+    }
     free(intended);
     free(cpuv);
     zap_ed25519_batch_free(&base);

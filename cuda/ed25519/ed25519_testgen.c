@@ -419,7 +419,8 @@ int zap_ed25519_gen(const zap_ed25519_gen_params_t *p, zap_ed25519_batch_t *out)
         for (uint64_t i = 0; i < p->n; i++) {
             zap_rng_t rng;
             zap_rng_init(&rng, p->seed ^ 0x6c656e73ULL, i);
-            sh.lens[i] = (uint32_t)(zap_rng_next(&rng) % ((uint64_t)p->max_msg_len + 1));
+            uint32_t lo = p->min_msg_len <= p->max_msg_len ? p->min_msg_len : p->max_msg_len;
+            sh.lens[i] = lo + (uint32_t)(zap_rng_next(&rng) % ((uint64_t)(p->max_msg_len - lo) + 1));
             sh.offs[i] = total;
             total += sh.lens[i];
         }

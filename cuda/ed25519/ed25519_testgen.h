@@ -47,7 +47,8 @@ typedef struct zap_ed25519_gen_params {
     uint64_t n;
     uint32_t n_keys;         /* distinct key pairs (>= 2) */
     int variable_msgs;       /* 0: 128-byte fixed records; 1: variable records + blob */
-    uint32_t max_msg_len;    /* variable records: lengths uniform in [0, max_msg_len] */
+    uint32_t max_msg_len;    /* variable records: lengths uniform in [min_msg_len, max_msg_len] */
+    uint32_t min_msg_len;
     int all_mutations;       /* 1: every mutation kind mixed in (differential sets) */
     uint32_t invalid_ppm;    /* 0: only bit flips of R, S, A or the message, on this
                               * many items per million (benchmark mixes) */
