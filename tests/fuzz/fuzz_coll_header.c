@@ -1,0 +1,266 @@
+/* Fuzz target: what the collectives decode from the wire. Two inproc ranks
+ * run the same collective; every message rank 1 receives is replaced, on
+ * arrival, by the next chunk of the fuzz input (a "mutating link" between the
+ * transport and the collectives), so rank 1 decodes argument headers, header
+ * and payload messages of the recursive-doubling allreduce, broadcast,
+ * allgather and barrier steps from arbitrary bytes of arbitrary length.
+ *
+ * Input: byte 0 picks the collective, byte 1 its count (and root), then
+ * chunks of [u16 little-endian length][bytes]; once the input runs out,
+ * messages pass unchanged. A chunk longer than the receive buffer completes
+ * the receive with ZAP_ERR_TRUNCATED, as the transport would.
+ *
+ * Properties: no crash and no out-of-bounds access (ASan/UBSan); rank 1's
+ * status is one a collective may return (OK, MISMATCH, TRUNCATED, TIMED_OUT,
+ * CORRUPT, PEER_FAILED, CANCELED); both ranks return within a bound of a
+ * few ZAP_TIMEOUTs (0.02 s here, so a run makes progress), i.e. a malformed
+ * message never makes a rank wait forever; and when no message was replaced
+ * and both ranks succeed, their results agree. (A short timeout can expire on
+ * a loaded machine even without replaced messages, so a timeout alone is not
+ * a failure.) */
+#include "fuzz_target.h"
+#include "zap/coll.h"
+#include "zap/inproc.h"
+#include "transport/transport_impl.h"
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ---- the mutating link: a transport decorator for rank 1 ---- */
+
+typedef struct mut_req {
+    zap_request_t base;
+    zap_request_t *inner;
+    void *buf;
+    size_t cap;
+} mut_req_t;
+
+typedef struct mut_transport {
+    zap_transport_t base;
+    zap_transport_ops_t ops;
+    zap_transport_t *inner;
+    const uint8_t *data; /* remaining fuzz chunks */
+    size_t left;
+    int active;          /* replace messages only once the comm exists */
+    int replaced;
+} mut_transport_t;
+
+static zap_status_t mut_isend(zap_transport_t *t, int peer, uint64_t tag, const void *buf, size_t len,
+                              zap_request_t **req_p)
+{
+    mut_req_t *r = calloc(1, sizeof(*r));
+    if (!r)
+        return ZAP_ERR_NO_MEMORY;
+    zap_request_base_init(&r->base, t, ZAP_REQ_SEND, peer, tag);
+    zap_status_t st = zap_transport_isend(((mut_transport_t *)t)->inner, peer, tag, buf, len, &r->inner);
+    if (st != ZAP_OK) {
+        free(r);
+        return st;
+    }
+    *req_p = &r->base;
+    return ZAP_OK;
+}
+
+static zap_status_t mut_irecv(zap_transport_t *t, int peer, uint64_t tag, void *buf, size_t cap,
+                              zap_request_t **req_p)
+{
+    mut_req_t *r = calloc(1, sizeof(*r));
+    if (!r)
+        return ZAP_ERR_NO_MEMORY;
+    zap_request_base_init(&r->base, t, ZAP_REQ_RECV, peer, tag);
+    r->buf = buf;
+    r->cap = cap;
+    zap_status_t st = zap_transport_irecv(((mut_transport_t *)t)->inner, peer, tag, buf, cap, &r->inner);
+    if (st != ZAP_OK) {
+        free(r);
+        return st;
+    }
+    *req_p = &r->base;
+    return ZAP_OK;
+}
+
+/* The inner request completed with st: apply the next chunk (once). */
+static zap_status_t mut_finish(mut_req_t *r, zap_status_t st)
+{
+    if (zap_request_status(&r->base) != ZAP_INPROGRESS)
+        return zap_request_status(&r->base);
+    mut_transport_t *m = (mut_transport_t *)r->base.transport;
+    size_t len = 0;
+    if (st == ZAP_OK && r->base.kind == ZAP_REQ_RECV) {
+        (void)zap_request_received(r->inner, &len);
+        if (m->active && m->left >= 2) {
+            size_t want = (size_t)m->data[0] | ((size_t)m->data[1] << 8);
+            m->data += 2;
+            m->left -= 2;
+            if (want > m->left)
+                want = m->left;
+            m->replaced++;
+            if (want > r->cap) {
+                st = ZAP_ERR_TRUNCATED;
+            } else {
+                if (want)
+                    memcpy(r->buf, m->data, want);
+                len = want;
+            }
+            m->data += want;
+            m->left -= want;
+        }
+        r->base.received_len = len;
+    }
+    zap_request_complete(&r->base, st);
+    return st;
+}
+
+static zap_status_t mut_test(zap_request_t *req)
+{
+    mut_req_t *r = (mut_req_t *)req;
+    if (zap_request_status(req) != ZAP_INPROGRESS)
+        return zap_request_status(req);
+    zap_status_t st = r->inner->transport->ops->test(r->inner);
+    return st == ZAP_INPROGRESS ? st : mut_finish(r, st);
+}
+
+static zap_status_t mut_wait(zap_request_t *req, double deadline)
+{
+    mut_req_t *r = (mut_req_t *)req;
+    if (zap_request_status(req) != ZAP_INPROGRESS)
+        return zap_request_status(req);
+    zap_status_t st = r->inner->transport->ops->wait(r->inner, deadline);
+    return st == ZAP_ERR_TIMED_OUT ? st : mut_finish(r, st);
+}
+
+static zap_status_t mut_probe(zap_transport_t *t, int peer, uint64_t tag, double deadline, size_t *len_p)
+{
+    zap_transport_t *in = ((mut_transport_t *)t)->inner;
+    return in->ops->probe(in, peer, tag, deadline, len_p);
+}
+
+static zap_status_t mut_progress(zap_transport_t *t) { return zap_transport_progress(((mut_transport_t *)t)->inner); }
+
+static void mut_request_free(zap_request_t *req)
+{
+    zap_request_free(((mut_req_t *)req)->inner);
+    free(req);
+}
+
+static void mut_close(zap_transport_t *t) { atomic_store(&t->closed, true); }
+
+static const zap_transport_ops_t mut_ops = {
+    .name = "mutating", .isend = mut_isend, .irecv = mut_irecv, .probe = mut_probe, .progress = mut_progress,
+    .test = mut_test, .wait = mut_wait, .request_free = mut_request_free, .close = mut_close,
+};
+
+/* ---- the two ranks ---- */
+
+typedef struct rank_arg {
+    zap_comm_t *comm;
+    int rank, kind;
+    size_t count;
+    int root;
+    zap_status_t st;
+    int64_t out[64 * 2];
+} rank_arg_t;
+
+static void *rank_main(void *p)
+{
+    rank_arg_t *a = p;
+    int64_t in[64];
+    for (size_t i = 0; i < 64; i++)
+        in[i] = (int64_t)(a->rank + 1) * (int64_t)(i + 3);
+    memset(a->out, 0, sizeof(a->out));
+    switch (a->kind) {
+    case 0: a->st = zap_allreduce(a->comm, in, a->out, a->count, ZAP_DT_INT64, ZAP_OP_SUM); break;
+    case 1:
+        memcpy(a->out, in, sizeof(in));
+        a->st = zap_bcast(a->comm, a->out, a->count, ZAP_DT_INT64, a->root);
+        break;
+    case 2: a->st = zap_allgather(a->comm, in, a->count, a->out, ZAP_DT_INT64); break;
+    default: a->st = zap_barrier(a->comm); break;
+    }
+    return NULL;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+typedef struct comm_arg {
+    zap_transport_t *t;
+    zap_comm_t *comm;
+    zap_status_t st;
+} comm_arg_t;
+
+static void *comm_main(void *p)
+{
+    comm_arg_t *a = p;
+    a->st = zap_comm_create(a->t, &a->comm);
+    return NULL;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size < 2)
+        return 0;
+    static int env_set;
+    if (!env_set) {
+        setenv("ZAP_TIMEOUT", "0.02", 1);
+        env_set = 1;
+    }
+    zap_inproc_world_t *w = NULL;
+    FUZZ_CHECK(zap_inproc_world_create(2, NULL, &w) == ZAP_OK);
+    zap_transport_t *t0 = NULL, *t1 = NULL;
+    FUZZ_CHECK(zap_inproc_transport(w, 0, &t0) == ZAP_OK && zap_inproc_transport(w, 1, &t1) == ZAP_OK);
+    mut_transport_t m;
+    memset(&m, 0, sizeof(m));
+    m.ops = mut_ops;
+    zap_transport_base_init(&m.base, &m.ops, 1, 2, zap_transport_pool(t1), false);
+    m.inner = t1;
+    m.data = data + 2;
+    m.left = size - 2;
+
+    comm_arg_t c0 = {t0, NULL, ZAP_INPROGRESS}, c1 = {&m.base, NULL, ZAP_INPROGRESS};
+    pthread_t th0, th1;
+    pthread_create(&th0, NULL, comm_main, &c0);
+    pthread_create(&th1, NULL, comm_main, &c1);
+    pthread_join(th0, NULL);
+    pthread_join(th1, NULL);
+    FUZZ_CHECK(c0.st == ZAP_OK && c1.st == ZAP_OK);
+    m.active = 1;
+
+    rank_arg_t a[2];
+    for (int r = 0; r < 2; r++) {
+        a[r].comm = r ? c1.comm : c0.comm;
+        a[r].rank = r;
+        a[r].kind = data[0] % 4;
+        a[r].count = data[1] % 65;
+        a[r].root = data[1] & 1;
+        a[r].st = ZAP_INPROGRESS;
+    }
+    double t_start = now_s();
+    pthread_create(&th0, NULL, rank_main, &a[0]);
+    pthread_create(&th1, NULL, rank_main, &a[1]);
+    pthread_join(th0, NULL);
+    pthread_join(th1, NULL);
+    double took = now_s() - t_start;
+    /* Each rank waits at most ZAP_TIMEOUT per step; a few steps at most here. */
+    FUZZ_CHECK(took < 5.0);
+    zap_status_t ok_set[] = {ZAP_OK, ZAP_ERR_MISMATCH, ZAP_ERR_TRUNCATED, ZAP_ERR_TIMED_OUT,
+                             ZAP_ERR_CORRUPT, ZAP_ERR_PEER_FAILED, ZAP_ERR_CANCELED};
+    int allowed = 0;
+    for (size_t i = 0; i < sizeof(ok_set) / sizeof(ok_set[0]); i++)
+        allowed |= a[1].st == ok_set[i];
+    FUZZ_CHECK(allowed);
+    if (m.replaced == 0 && a[0].st == ZAP_OK && a[1].st == ZAP_OK) {
+        size_t n = a[0].kind == 3 ? 0 : a[0].kind == 2 ? 2 * a[0].count : a[0].count;
+        FUZZ_CHECK(memcmp(a[0].out, a[1].out, n * sizeof(int64_t)) == 0);
+    }
+    zap_comm_destroy(c0.comm);
+    zap_comm_destroy(c1.comm);
+    zap_inproc_world_destroy(w);
+    return 0;
+}
