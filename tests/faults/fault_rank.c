@@ -2,14 +2,18 @@
  * transport, with an optional rank killed (SIGKILL) at a seeded random point.
  * The scripts in this folder (netns.sh, kill_trials.sh, soak.sh) drive it.
  *
- *   zap-fault-rank [--op allreduce|bcast|mixed] [--iters N] [--count C]
+ *   zap-fault-rank [--op allreduce|bcast|mixed|p2p|soak] [--iters N] [--count C]
  *                  [--kill-rank K --seed S] [--kill-file PATH]
  *
  * Every iteration runs one collective on fresh, rank- and iteration-dependent
  * data and checks the result against a closed form on every element: the
  * allreduce of x_r[i] = (r+1)*(i+1) + iter (int64, SUM) is
  * (i+1)*p(p+1)/2 + p*iter; the broadcast from root iter % p of
- * y[i] = i*31 + iter*7 + root is that value everywhere.
+ * y[i] = i*31 + iter*7 + root is that value everywhere. p2p: each iteration
+ * every rank sends P2P_BURST messages of seeded sizes (0 to 4 KiB) to rank+1
+ * and receives as many from rank-1, each byte a function of (sender,
+ * message number, offset), checked on receipt; soak does p2p, allreduce and
+ * bcast every iteration. The ok line counts messages and collectives.
  *
  * With --kill-rank K, rank K picks (from the seed) an iteration in [0, N) and
  * a delay of 0 to 3 ms; at that iteration a helper thread sleeps the delay and
@@ -17,7 +21,7 @@
  * it appends its CLOCK_REALTIME kill time to --kill-file.
  *
  * Output (stdout, one line per rank and event, parsed by the scripts):
- *   RESULT rank R ok iters N seconds T host H
+ *   RESULT rank R ok iters N seconds T host H messages M collectives C
  *   RESULT rank R error iter I op OP status NAME at UNIXTIME named-failed-rank yes|no
  *   RESULT rank R wrong iter I op OP index X got G want W
  * A rank that sees an error or a wrong value leaves at once with _exit (its
@@ -99,6 +103,64 @@ static void report_error(int iter, const char *op, zap_status_t st)
     leave(4);
 }
 
+#define P2P_BURST 16
+#define P2P_MAX 4096
+
+static size_t p2p_size(int src, uint64_t msg)
+{
+    uint64_t s = ((uint64_t)src << 40) ^ msg;
+    return (size_t)(splitmix(&s) % (P2P_MAX + 1));
+}
+static uint8_t p2p_byte(int src, uint64_t msg, size_t i) { return (uint8_t)(src * 131 + msg * 7 + i * 13 + (i >> 8)); }
+
+/* One burst to rank+1 and from rank-1; returns ZAP_OK or the first error
+ * (a wrong byte is reported and ends the process). */
+static zap_status_t p2p_burst(zap_transport_t *t, int p, int it, uint8_t *sbuf, uint8_t *rbuf, uint64_t *msgs)
+{
+    int to = (g_rank + 1) % p, from = (g_rank + p - 1) % p;
+    zap_request_t *sreq[P2P_BURST], *rreq[P2P_BURST];
+    zap_status_t st = ZAP_OK;
+    int ns = 0, nr = 0;
+    for (int k = 0; k < P2P_BURST && st == ZAP_OK; k++) {
+        uint64_t m = (uint64_t)it * P2P_BURST + (uint64_t)k;
+        st = zap_transport_irecv(t, from, 7, rbuf + (size_t)k * P2P_MAX, P2P_MAX, &rreq[nr]);
+        if (st == ZAP_OK)
+            nr++;
+        size_t n = p2p_size(g_rank, m);
+        for (size_t i = 0; i < n; i++)
+            sbuf[(size_t)k * P2P_MAX + i] = p2p_byte(g_rank, m, i);
+        if (st == ZAP_OK && (st = zap_transport_isend(t, to, 7, sbuf + (size_t)k * P2P_MAX, n, &sreq[ns])) == ZAP_OK)
+            ns++;
+    }
+    for (int k = 0; k < nr; k++) {
+        zap_status_t w = zap_request_wait(rreq[k]);
+        if (w == ZAP_OK) {
+            uint64_t m = (uint64_t)it * P2P_BURST + (uint64_t)k;
+            size_t len = 0, want = p2p_size(from, m);
+            zap_request_received(rreq[k], &len);
+            const uint8_t *b = rbuf + (size_t)k * P2P_MAX;
+            for (size_t i = 0; i < want && len == want; i++)
+                if (b[i] != p2p_byte(from, m, i))
+                    len = (size_t)-1;
+            if (len != want) {
+                printf("RESULT rank %d wrong iter %d op p2p index %d got %zu want %zu\n", g_rank, it, k, len, want);
+                leave(1);
+            }
+            (*msgs)++;
+        } else if (st == ZAP_OK) {
+            st = w;
+        }
+        zap_request_free(rreq[k]);
+    }
+    for (int k = 0; k < ns; k++) {
+        zap_status_t w = zap_request_wait(sreq[k]);
+        if (st == ZAP_OK)
+            st = w;
+        zap_request_free(sreq[k]);
+    }
+    return st;
+}
+
 int main(int argc, char **argv)
 {
     const char *op = "mixed";
@@ -120,13 +182,15 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[a], "--kill-file") && a + 1 < argc)
             kill_file = argv[++a];
         else {
-            fprintf(stderr, "usage: zap-fault-rank [--op allreduce|bcast|mixed] [--iters N] [--count C] "
+            fprintf(stderr, "usage: zap-fault-rank [--op allreduce|bcast|mixed|p2p|soak] [--iters N] [--count C] "
                             "[--kill-rank K --seed S] [--kill-file PATH]\n");
             return 2;
         }
     }
-    int do_ar = strcmp(op, "bcast") != 0, do_bc = strcmp(op, "allreduce") != 0;
-    if (iters < 1 || count < 1 || (!do_ar && !do_bc)) {
+    int do_p2p = !strcmp(op, "p2p") || !strcmp(op, "soak");
+    int do_ar = !strcmp(op, "allreduce") || !strcmp(op, "mixed") || !strcmp(op, "soak");
+    int do_bc = !strcmp(op, "bcast") || !strcmp(op, "mixed") || !strcmp(op, "soak");
+    if (iters < 1 || count < 1 || (!do_ar && !do_bc && !do_p2p)) {
         fprintf(stderr, "zap-fault-rank: bad --op, --iters or --count\n");
         return 2;
     }
@@ -159,7 +223,9 @@ int main(int argc, char **argv)
                (unsigned long long)seed);
 
     int64_t *x = malloc(count * sizeof(int64_t)), *y = malloc(count * sizeof(int64_t));
-    if (!x || !y)
+    uint8_t *p2p_s = malloc((size_t)P2P_BURST * P2P_MAX), *p2p_r = malloc((size_t)P2P_BURST * P2P_MAX);
+    uint64_t msgs = 0, colls = 0;
+    if (!x || !y || !p2p_s || !p2p_r)
         leave(3);
     double t0 = realtime();
     for (int it = 0; it < iters; it++) {
@@ -167,7 +233,17 @@ int main(int argc, char **argv)
             pthread_t th;
             pthread_create(&th, NULL, killer_main, &killer);
         }
-        int which_ar = do_ar && (!do_bc || it % 2 == 0);
+        if (do_p2p) {
+            st = p2p_burst(t, p, it, p2p_s, p2p_r, &msgs);
+            if (st != ZAP_OK)
+                report_error(it, "p2p", st);
+            if (!do_ar && !do_bc)
+                continue;
+        }
+        int soak = do_p2p && do_ar && do_bc;
+        for (int pass = 0; pass < (soak ? 2 : 1); pass++) {
+        int which_ar = soak ? pass == 0 : do_ar && (!do_bc || it % 2 == 0);
+        colls++;
         if (which_ar) {
             for (size_t i = 0; i < count; i++)
                 x[i] = (int64_t)(g_rank + 1) * (int64_t)(i + 1) + it;
@@ -198,6 +274,7 @@ int main(int argc, char **argv)
                 }
             }
         }
+        }
     }
     if (g_rank == g_kill_rank) {
         /* The kill point fell after the last collective's work: die now. */
@@ -205,10 +282,13 @@ int main(int argc, char **argv)
     }
     char host[64] = "?";
     gethostname(host, sizeof(host) - 1);
-    printf("RESULT rank %d ok iters %d seconds %.3f host %s\n", g_rank, iters, realtime() - t0, host);
+    printf("RESULT rank %d ok iters %d seconds %.3f host %s messages %llu collectives %llu\n", g_rank, iters,
+           realtime() - t0, host, (unsigned long long)msgs, (unsigned long long)colls);
     fflush(stdout);
     free(x);
     free(y);
+    free(p2p_s);
+    free(p2p_r);
     zap_comm_destroy(comm);
     zap_transport_close(t);
     MPI_Finalize();

@@ -105,7 +105,7 @@ ns_check() {
         ok=$(echo "$out" | grep -c "^RESULT rank [0-9]* ok")
         if [ "$ok" -ne $n ]; then
             echo "FAIL: $n hosts: collectives: $ok of $n ranks ok"; echo "$out" | tail -20; fail=1
-        elif [ "$(echo "$out" | grep "^RESULT rank [0-9]* ok" | awk '{print $NF}' | sort -u | wc -l)" -ne $n ]; then
+        elif [ "$(echo "$out" | grep "^RESULT rank [0-9]* ok" | sed 's/.* host \([^ ]*\).*/\1/' | sort -u | wc -l)" -ne $n ]; then
             echo "FAIL: $n hosts: the ranks did not run on $n distinct hosts"; echo "$out" | grep RESULT; fail=1
         else
             echo "ok: $n hosts: 20 collectives (allreduce, bcast) with content checks, one rank per host"

@@ -1,0 +1,82 @@
+#!/bin/bash
+# Sanitizer runs (docs/faults.md, "Sanitizers"): builds zap twice more and runs
+#   address  ASan+UBSan (gcc, ZAP_SANITIZE=address): the single-process suites
+#            (base, pool, transport, bad input, checksum, collectives, verify,
+#            fuzz corpus replay) and the multi-rank suites under mpirun
+#   thread   TSan (ZAP_SANITIZE=thread): the pool and transport suites
+#   valgrind memcheck on a 2-rank zap-fault-rank run over UCX (tcp), with
+#            tests/faults/valgrind.supp for Open MPI / UCX / libc noise
+#
+#   sanitize.sh [address] [thread] [valgrind]     (default: all three)
+#
+# Build trees: build-san-address, build-san-thread (gitignored, beside
+# build/). CUDA, the plugin and the GPU kernel are left out (no device here;
+# compute-sanitizer is for the GPU machine). Exit 0 when every run was clean.
+set -u
+cd "$(dirname "$0")/../.."
+ROOT=$PWD
+modes=("$@")
+[ ${#modes[@]} -eq 0 ] && modes=(address thread valgrind)
+. scripts/mpirun-env.sh
+fail=0
+JOBS=${ZAP_BUILD_JOBS:-2}
+
+configure() { # configure <dir> <sanitize>
+    cmake -G Ninja -S "$ROOT" -B "$1" -DZAP_SANITIZE="$2" -DZAP_CUDA=OFF -DCMAKE_BUILD_TYPE=Debug \
+        -DZAP_SKIP="plugin;ed25519;examples" > "$1.configure.log" 2>&1 ||
+        { echo "FAIL: configure $1 (see $1.configure.log)"; return 1; }
+}
+
+# LeakSanitizer reports for libraries zap does not own (UCX, Open MPI, PMIx)
+# are suppressed; zap's own leaks are not.
+LSAN_SUPP=$ROOT/tests/faults/lsan.supp
+
+for mode in "${modes[@]}"; do
+case $mode in
+address)
+    B=build-san-address
+    configure $B address || { fail=1; continue; }
+    targets="test_base test_pool test_transport test_badinput test_checksum"
+    for t in test_coll test_badinput_coll test_checksum_coll test_verify test_badinput_verify \
+             fuzz_replay_batch_parse fuzz_replay_batch_records mpi_ucp_p2p mpi_verify zap-fault-rank; do
+        grep -q "^build [^:]*$t\b\|/$t:" $B/build.ninja 2>/dev/null && targets="$targets $t"
+    done
+    cmake --build $B --target $targets -j $JOBS > $B.build.log 2>&1 || { echo "FAIL: build $B (see $B.build.log)"; fail=1; continue; }
+    export ASAN_OPTIONS=abort_on_error=0:detect_leaks=1:halt_on_error=1
+    export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+    export LSAN_OPTIONS=suppressions=$LSAN_SUPP:print_suppressions=0
+    (cd $B && ctest --output-on-failure -j $JOBS -E "faults\.|^mpi\..*np4" --timeout 600 > ../$B.ctest.log 2>&1)
+    rc=$?
+    tail -3 $B.ctest.log
+    [ $rc -eq 0 ] && echo "ok: ASan+UBSan: $(grep -o '[0-9]* tests passed' $B.ctest.log | head -1)" || { echo "FAIL: ASan+UBSan (see $B.ctest.log)"; fail=1; }
+    unset ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS
+    ;;
+thread)
+    B=build-san-thread
+    configure $B thread || { fail=1; continue; }
+    cmake --build $B --target test_pool test_transport test_checksum test_badinput -j $JOBS > $B.build.log 2>&1 ||
+        { echo "FAIL: build $B (see $B.build.log)"; fail=1; continue; }
+    export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+    (cd $B && ctest --output-on-failure -j $JOBS -R "^(Pool|Inproc|Bad|Checksum|Crc32c)" --timeout 900 > ../$B.ctest.log 2>&1)
+    rc=$?
+    tail -3 $B.ctest.log
+    [ $rc -eq 0 ] && echo "ok: TSan: $(grep -o '[0-9]* tests passed' $B.ctest.log | head -1)" || { echo "FAIL: TSan (see $B.ctest.log)"; fail=1; }
+    unset TSAN_OPTIONS
+    ;;
+valgrind)
+    B=${ZAP_BUILD_DIR:-build-faults}
+    [ -x $B/tests/faults/zap-fault-rank ] || { echo "FAIL: valgrind: build zap-fault-rank in $B first"; fail=1; continue; }
+    rm -f vg.*.log
+    UCX_TLS=self,tcp ZAP_TIMEOUT=60 timeout 600 mpirun -np 2 --mca pml ob1 --mca btl self,tcp \
+        valgrind --tool=memcheck --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite \
+        --show-leak-kinds=definite --suppressions=$ROOT/tests/faults/valgrind.supp --log-file=vg.%q{OMPI_COMM_WORLD_RANK}.log \
+        $B/tests/faults/zap-fault-rank --op mixed --iters 20 --count 4096 > vg.out 2>&1
+    rc=$?
+    errs=$(grep -h "ERROR SUMMARY" vg.*.log)
+    echo "valgrind: mpirun exit $rc; $errs" | tr '\n' ' '; echo
+    if [ $rc -ne 0 ]; then fail=1; echo "FAIL: valgrind (vg.*.log)"; else echo "ok: valgrind memcheck clean on 2 ranks"; fi
+    ;;
+*) echo "unknown mode $mode"; exit 2 ;;
+esac
+done
+exit $fail
