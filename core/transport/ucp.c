@@ -308,10 +308,14 @@ static zap_status_t mem_params(ucp_transport_t *u, const void *buf, size_t len, 
         if (st != ZAP_OK)
             return st;
     }
+    /* Host to UCX whatever the pool kind, as registered: a UCX built with
+     * CUDA would otherwise detect managed pages as CUDA memory and take its
+     * staging pipeline instead of the memh. */
+    p->op_attr_mask |= UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+    p->memory_type = UCS_MEMORY_TYPE_HOST;
     if (reg.cookie != NULL && len >= MEMH_MIN_BYTES) {
-        p->op_attr_mask |= UCP_OP_ATTR_FIELD_MEMH | UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+        p->op_attr_mask |= UCP_OP_ATTR_FIELD_MEMH;
         p->memh = reg.cookie;
-        p->memory_type = UCS_MEMORY_TYPE_HOST;
     }
     return ZAP_OK;
 }
@@ -340,8 +344,10 @@ static zap_status_t ucp_isend(zap_transport_t *t, int peer, uint64_t tag, const 
     p.user_data = r;
     ucs_status_ptr_t sp = ucp_tag_send_nbx(ep, buf, len, zap_ucp_tag(t->rank, tag), &p);
     if (UCS_PTR_IS_PTR(sp)) {
-        r->ucx = sp;
-        list_add(u, r);
+        if (zap_request_status(&r->base) == ZAP_INPROGRESS) { /* else the callback already ran */
+            r->ucx = sp;
+            list_add(u, r);
+        }
     } else if (UCS_PTR_STATUS(sp) == UCS_OK) {
         zap_request_complete(&r->base, ZAP_OK);
     } else {
