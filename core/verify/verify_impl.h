@@ -56,6 +56,11 @@ enum {
 #define ZAP_REC_MSG_LEN 100 /* variable: u32 length */
 #define ZAP_VAR_RECORD_MIN 104u
 
+/* Test hook: the rank whose combined verdict set the job corrupts (one bit
+ * flipped before hashing), to show that disagreement fails every rank; -1
+ * (the default) disables it. Never set outside tests. */
+extern int zap_verify_test_flip_rank;
+
 /* Peak resident set of this process in KiB (VmHWM), 0 if unknown. */
 uint64_t zap_verify_peak_rss_kb(void);
 #endif

@@ -5,6 +5,7 @@
 #include "log_capture.h"
 extern "C" {
 #include "zap/inproc.h"
+#include "verify/verify_impl.h"
 }
 
 struct RankOut {
@@ -186,5 +187,23 @@ TEST(Job, BadRootIsInvalidParam)
     auto out = run_job(2, b.bytes, p);
     for (int r = 0; r < 2; r++)
         EXPECT_EQ(out[r].status, ZAP_ERR_INVALID_PARAM);
+    cleanup(out);
+}
+
+TEST(Job, OneRankDisagreeingFailsEveryRankLoudly)
+{
+    GenBatch b = make_batch(100, 0.2, 47, 0);
+    zap_verify_params_t p = {};
+    p.verifier = ZAP_VERIFIER_CPU;
+    LogCapture log;
+    zap_verify_test_flip_rank = 2;
+    auto out = run_job(4, b.bytes, p);
+    zap_verify_test_flip_rank = -1;
+    for (int r = 0; r < 4; r++) {
+        EXPECT_EQ(out[r].status, ZAP_ERR_MISMATCH) << "rank " << r;
+        ASSERT_NE(out[r].res.ranks, nullptr) << "the result is filled for the report";
+        EXPECT_NE(memcmp(out[r].res.ranks[2].digest, out[r].res.ranks[0].digest, 32), 0);
+    }
+    EXPECT_TRUE(log.contains("VERDICT MISMATCH: rank 2 digest")) << log.all();
     cleanup(out);
 }
