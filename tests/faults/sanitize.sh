@@ -66,15 +66,17 @@ thread)
 valgrind)
     B=${ZAP_BUILD_DIR:-build-faults}
     [ -x $B/tests/faults/zap-fault-rank ] || { echo "FAIL: valgrind: build zap-fault-rank in $B first"; fail=1; continue; }
-    rm -f vg.*.log
-    UCX_TLS=self,tcp ZAP_TIMEOUT=60 timeout 600 mpirun -np 2 --mca pml ob1 --mca btl self,tcp \
-        valgrind --tool=memcheck --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite \
-        --show-leak-kinds=definite --suppressions=$ROOT/tests/faults/valgrind.supp --log-file=vg.%q{OMPI_COMM_WORLD_RANK}.log \
-        $B/tests/faults/zap-fault-rank --op mixed --iters 20 --count 4096 > vg.out 2>&1
+    VG=$B/valgrind
+    rm -rf $VG && mkdir -p $VG
+    UCX_TLS=self,tcp ZAP_TIMEOUT=60 PMIX_MCA_mca_base_component_disable_dlclose=1 timeout 600 \
+        mpirun -np 2 --mca pml ob1 --mca btl self,tcp --mca mca_base_component_disable_dlclose 1 \
+        valgrind --tool=memcheck --num-callers=40 --track-origins=yes --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite \
+        --show-leak-kinds=definite --suppressions=$ROOT/tests/faults/valgrind.supp --log-file=$VG/vg.%q{OMPI_COMM_WORLD_RANK}.log \
+        $B/tests/faults/zap-fault-rank --op mixed --iters 20 --count 4096 > $VG/out.log 2>&1
     rc=$?
-    errs=$(grep -h "ERROR SUMMARY" vg.*.log)
+    errs=$(grep -h "ERROR SUMMARY" $VG/vg.*.log)
     echo "valgrind: mpirun exit $rc; $errs" | tr '\n' ' '; echo
-    if [ $rc -ne 0 ]; then fail=1; echo "FAIL: valgrind (vg.*.log)"; else echo "ok: valgrind memcheck clean on 2 ranks"; fi
+    if [ $rc -ne 0 ]; then fail=1; echo "FAIL: valgrind (see $VG)"; else echo "ok: valgrind memcheck clean on 2 ranks"; fi
     ;;
 *) echo "unknown mode $mode"; exit 2 ;;
 esac
