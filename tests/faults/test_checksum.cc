@@ -82,7 +82,7 @@ TEST(Checksum, MessagesArriveIntactThroughTheWrapper)
                 EXPECT_EQ(zap_transport_recv(w.t[1], 0, 7, got.data(), got.size(), &len), ZAP_OK);
         });
         EXPECT_EQ(len, size);
-        EXPECT_EQ(memcmp(got.data(), data.data(), size), 0) << size;
+        EXPECT_TRUE(size == 0 || memcmp(got.data(), data.data(), size) == 0) << size;
     }
     EXPECT_EQ(log.count(), 0u) << log.all();
     zap_pool_stats_t s{};
