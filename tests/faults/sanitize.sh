@@ -48,7 +48,7 @@ address)
     (cd $B && ctest --output-on-failure -j $JOBS -E "faults\.|^mpi\..*np4" --timeout 600 > ../$B.ctest.log 2>&1)
     rc=$?
     tail -3 $B.ctest.log
-    [ $rc -eq 0 ] && echo "ok: ASan+UBSan: $(grep -o '[0-9]* tests passed' $B.ctest.log | head -1)" || { echo "FAIL: ASan+UBSan (see $B.ctest.log)"; fail=1; }
+    [ $rc -eq 0 ] && echo "ok: ASan+UBSan: $(grep -oE '[0-9]+% tests passed, [0-9]+ tests failed out of [0-9]+' $B.ctest.log | head -1)" || { echo "FAIL: ASan+UBSan (see $B.ctest.log)"; fail=1; }
     unset ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS OMPI_MCA_mca_base_component_disable_dlclose PMIX_MCA_mca_base_component_disable_dlclose
     ;;
 thread)
@@ -60,7 +60,7 @@ thread)
     (cd $B && ctest --output-on-failure -j $JOBS -R "^(Pool|Inproc|Bad|Checksum|Crc32c)" --timeout 900 > ../$B.ctest.log 2>&1)
     rc=$?
     tail -3 $B.ctest.log
-    [ $rc -eq 0 ] && echo "ok: TSan: $(grep -o '[0-9]* tests passed' $B.ctest.log | head -1)" || { echo "FAIL: TSan (see $B.ctest.log)"; fail=1; }
+    [ $rc -eq 0 ] && echo "ok: TSan: $(grep -oE '[0-9]+% tests passed, [0-9]+ tests failed out of [0-9]+' $B.ctest.log | head -1)" || { echo "FAIL: TSan (see $B.ctest.log)"; fail=1; }
     unset TSAN_OPTIONS
     ;;
 valgrind)
