@@ -43,6 +43,11 @@ static const zap_transport_ops_t coll_req_ops = {
  * 2047 creations). Process-wide because in-process ranks share a process. */
 static atomic_uint next_comm_id = 1;
 
+/* Polls of a waiting collective before it starts yielding the CPU. */
+#ifndef ZAP_COLL_SPINS_BEFORE_YIELD
+#define ZAP_COLL_SPINS_BEFORE_YIELD 4
+#endif
+
 static int comm_to_transport_rank(const zap_comm_t *comm, int r) { return comm->ranks ? comm->ranks[r] : r; }
 
 static zap_comm_t *comm_alloc(zap_transport_t *t, int rank, int size, int *ranks)
@@ -56,6 +61,8 @@ static zap_comm_t *comm_alloc(zap_transport_t *t, int rank, int size, int *ranks
     c->ranks = ranks;
     c->id = ZAP_COLL_BOOT_ID;
     zap_transport_base_init(&c->req_base, &coll_req_ops, rank, size, NULL, false);
+    zap_transport_caps_t caps;
+    c->sleeping_wait = zap_transport_caps(t, &caps) == ZAP_OK && strcmp(caps.name, "inproc") == 0;
     return c;
 }
 
@@ -334,22 +341,28 @@ static zap_status_t coll_req_wait(zap_request_t *req, double deadline)
         comm_progress(comm);
         if (op->status != ZAP_INPROGRESS)
             return op->status;
-        if (zap_clock_now() > deadline) {
+        if ((spins & 15) == 0 && zap_clock_now() > deadline) {
             zap_error("coll: rank %d: collective (seq %llu, kind %d) timed out on communicator %u", comm->rank,
                       (unsigned long long)op->seq, (int)op->kind, comm->id);
             return ZAP_ERR_TIMED_OUT;
         }
-        /* With one operation active it is safe to sleep on its next pending
-         * transport request; with several, one may need progress while the
-         * other sleeps, so poll. */
-        zap_request_t *pending = comm->active_head == op && op->next == NULL ? first_pending(op) : NULL;
+        /* A transport that sleeps in wait (inproc: a condition variable) is
+         * waited on when one operation is active. Otherwise poll: with several
+         * operations one may need progress while the other sleeps, and a
+         * polling transport (UCX) would spin inside its wait without letting
+         * other processes of an oversubscribed node run; after a short spin
+         * this loop yields the CPU on every round, as Open MPI does when
+         * oversubscribed (the cost on an idle core is one system call). */
+        zap_request_t *pending = comm->sleeping_wait && comm->active_head == op && op->next == NULL
+                                     ? first_pending(op)
+                                     : NULL;
         if (pending != NULL) {
             zap_status_t st = zap_request_wait_until(pending, deadline);
             if (st == ZAP_ERR_TIMED_OUT)
                 return st;
         } else {
             (void)zap_transport_progress(comm->t);
-            if (++spins % 64 == 0)
+            if (++spins > ZAP_COLL_SPINS_BEFORE_YIELD)
                 sched_yield();
         }
     }
