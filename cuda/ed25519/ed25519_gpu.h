@@ -47,6 +47,13 @@ int zap_ed25519_gpu_available(void);
  * error). Thread-safe. */
 int zap_ed25519_gpu_device_count(void);
 
+/* Makes device dev (0 <= dev < zap_ed25519_gpu_device_count()) the calling
+ * thread's current device, so that ranks sharing a host each use their own
+ * GPU (a launcher passes its local rank modulo the device count).
+ * ZAP_ERR_NOT_FOUND for a device out of range, ZAP_ERR_UNSUPPORTED without
+ * CUDA, ZAP_ERR_CUDA when cudaSetDevice fails. */
+zap_status_t zap_ed25519_gpu_use_device(int dev);
+
 /* Verify n records on the calling thread's current CUDA device.
  *
  * records: n * stride bytes (borrowed). stride >= 128 for fixed-message

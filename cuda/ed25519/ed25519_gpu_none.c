@@ -28,3 +28,9 @@ zap_status_t zap_ed25519_gpu_verify(const void *records, size_t stride, uint64_t
     (void)stats;
     return ZAP_ERR_UNSUPPORTED;
 }
+
+zap_status_t zap_ed25519_gpu_use_device(int dev)
+{
+    (void)dev;
+    return ZAP_ERR_UNSUPPORTED;
+}

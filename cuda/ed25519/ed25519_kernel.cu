@@ -134,6 +134,16 @@ extern "C" int zap_ed25519_gpu_device_count(void)
     return count;
 }
 
+extern "C" zap_status_t zap_ed25519_gpu_use_device(int dev)
+{
+    int count = zap_ed25519_gpu_device_count();
+    if (dev < 0 || dev >= count) {
+        zap_error("ed25519 gpu: device %d does not exist (%d visible)", dev, count);
+        return ZAP_ERR_NOT_FOUND;
+    }
+    return zap_ed25519_cuda_ok(cudaSetDevice(dev), "cudaSetDevice") ? ZAP_OK : ZAP_ERR_CUDA;
+}
+
 extern "C" int zap_ed25519_gpu_available(void)
 {
     return zap_ed25519_gpu_device_count() > 0;

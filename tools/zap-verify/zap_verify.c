@@ -27,6 +27,9 @@
 #include "zap/ucp.h"
 #endif
 #include <mpi.h>
+#ifdef ZAP_VERIFY_WITH_GPU
+#include "ed25519_gpu.h"
+#endif
 #include <errno.h>
 #include <getopt.h>
 #include <pthread.h>
@@ -699,6 +702,19 @@ static int cmd_run(opts_t *o, int *argc, char ***argv)
     if (!o->gen.threads)
         o->gen.threads = o->vp.threads * (unsigned)(ls ? atoi(ls) : 1);
     zap_log_set_rank(rank);
+#ifdef ZAP_VERIFY_WITH_GPU
+    /* Ranks sharing a host each take their own GPU: local rank modulo the
+     * devices visible. */
+    {
+        MPI_Comm node;
+        int local = 0, ndev = zap_ed25519_gpu_device_count();
+        MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+        MPI_Comm_rank(node, &local);
+        MPI_Comm_free(&node);
+        if (ndev > 0)
+            (void)zap_ed25519_gpu_use_device(local % ndev);
+    }
+#endif
     zap_transport_t *t = NULL;
     int code;
 #ifdef ZAP_VERIFY_WITH_UCP
