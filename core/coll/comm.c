@@ -192,7 +192,9 @@ void zap_comm_destroy(zap_comm_t *comm)
     if (left > 0)
         zap_warn("coll: communicator %u destroyed with %d collective requests not freed (cancelled)", comm->id,
                  left);
+    zap_transport_t *owned = comm->owns_transport ? comm->t : NULL;
     comm_free(comm);
+    zap_transport_close(owned);
 }
 
 int zap_comm_rank(const zap_comm_t *comm) { return comm ? comm->rank : -1; }

@@ -30,6 +30,11 @@
  *   the steps never call malloc.
  * - Thread-safety: a communicator is driven by one thread at a time (its
  *   requests included); different communicators are independent.
+ * - Tags: collectives use transport tags with bit 43 set (communicator id,
+ *   sequence number, step: docs/collectives.md); other users of the same
+ *   transport keep their tags below 2^43.
+ * - From MPI: zap/coll_mpi.h has zap_comm_create_mpi (UCX transport and
+ *   communicator in one call).
  *
  * Non-blocking forms (zap_i*) return a request that is tested, waited on and
  * freed with zap_request_test / zap_request_wait / zap_request_wait_until /
@@ -112,8 +117,10 @@ ZAP_API zap_status_t zap_comm_create(zap_transport_t *t, zap_comm_t **comm_p);
  * ZAP_COMM_UNDEFINED; ZAP_ERR_NO_MEMORY; errors of the exchange. */
 ZAP_API zap_status_t zap_comm_split(zap_comm_t *comm, int color, int key, zap_comm_t **newcomm_p);
 
-/* Destroys a communicator (local; not collective). Outstanding requests are
- * cancelled and freed with a warning. NULL is accepted. */
+/* Destroys a communicator (local; not collective, except for one from
+ * zap_comm_create_mpi, which closes its transport too: zap/coll_mpi.h).
+ * Outstanding requests are cancelled and freed with a warning. NULL is
+ * accepted. */
 ZAP_API void zap_comm_destroy(zap_comm_t *comm);
 
 /* This rank, the number of ranks and the transport (borrowed). -1 / NULL for

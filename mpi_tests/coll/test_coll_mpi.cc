@@ -16,6 +16,7 @@
 #include "mpi_harness.h"
 extern "C" {
 #include "zap/coll.h"
+#include "zap/coll_mpi.h"
 #include "zap/ucp.h"
 }
 
@@ -300,6 +301,18 @@ TEST_F(CollMpi, MismatchedCountIsReportedOnEveryRank)
     int32_t x = 1, y = 0;
     EXPECT_EQ(zap_allreduce(comm_, &x, &y, 1, ZAP_DT_INT32, ZAP_OP_SUM), ZAP_OK);
     EXPECT_EQ(y, size);
+}
+
+TEST(CommMpi, CreateMpiGivesAWorkingCommunicatorThatClosesItsTransport)
+{
+    zap_comm_t *c = nullptr;
+    ASSERT_EQ(zap_comm_create_mpi(MPI_COMM_WORLD, nullptr, &c), ZAP_OK);
+    EXPECT_EQ(zap_comm_rank(c), MpiRank());
+    EXPECT_EQ(zap_comm_size(c), MpiSize());
+    uint64_t x = 1ull << MpiRank(), y = 0;
+    EXPECT_EQ(zap_allreduce(c, &x, &y, 1, ZAP_DT_UINT64, ZAP_OP_BOR), ZAP_OK);
+    EXPECT_EQ(y, (1ull << MpiSize()) - 1);
+    zap_comm_destroy(c); // collective here: closes the transport
 }
 
 } // namespace
