@@ -23,9 +23,10 @@ fail=0
 JOBS=${ZAP_BUILD_JOBS:-2}
 
 configure() { # configure <dir> <sanitize>
+    mkdir -p "$1"
     cmake -G Ninja -S "$ROOT" -B "$1" -DZAP_SANITIZE="$2" -DZAP_CUDA=OFF -DCMAKE_BUILD_TYPE=Debug \
-        -DZAP_SKIP="plugin;ed25519;examples" > "$1.configure.log" 2>&1 ||
-        { echo "FAIL: configure $1 (see $1.configure.log)"; return 1; }
+        -DZAP_SKIP="plugin;ed25519;examples" > "$1/sanitize-configure.log" 2>&1 ||
+        { echo "FAIL: configure $1 (see $1/sanitize-configure.log)"; return 1; }
 }
 
 # LeakSanitizer reports for libraries zap does not own (UCX, Open MPI, PMIx)
@@ -38,29 +39,29 @@ address)
     B=build-san-address
     configure $B address || { fail=1; continue; }
     # Everything the tree builds (tools included: their smoke tests run too).
-    cmake --build $B -j $JOBS > $B.build.log 2>&1 || { echo "FAIL: build $B (see $B.build.log)"; fail=1; continue; }
+    cmake --build $B -j $JOBS > $B/sanitize-build.log 2>&1 || { echo "FAIL: build $B (see $B/sanitize-build.log)"; fail=1; continue; }
     export ASAN_OPTIONS=abort_on_error=0:detect_leaks=1:halt_on_error=1
     export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
     export LSAN_OPTIONS=suppressions=$LSAN_SUPP:print_suppressions=0
     # Keep MPI and PMIx components loaded at exit, so LSan can name (and the
     # suppressions match) the frames of their allocations.
     export OMPI_MCA_mca_base_component_disable_dlclose=1 PMIX_MCA_mca_base_component_disable_dlclose=1
-    (cd $B && ctest --output-on-failure -j $JOBS -E "faults\.|^mpi\..*np4" --timeout 600 > ../$B.ctest.log 2>&1)
+    (cd $B && ctest --output-on-failure -j $JOBS -E "faults\.|^mpi\..*np4" --timeout 600 > sanitize-ctest.log 2>&1)
     rc=$?
-    tail -3 $B.ctest.log
-    [ $rc -eq 0 ] && echo "ok: ASan+UBSan: $(grep -oE '[0-9]+% tests passed, [0-9]+ tests failed out of [0-9]+' $B.ctest.log | head -1)" || { echo "FAIL: ASan+UBSan (see $B.ctest.log)"; fail=1; }
+    tail -3 $B/sanitize-ctest.log
+    [ $rc -eq 0 ] && echo "ok: ASan+UBSan: $(grep -oE '[0-9]+% tests passed, [0-9]+ tests failed out of [0-9]+' $B/sanitize-ctest.log | head -1)" || { echo "FAIL: ASan+UBSan (see $B/sanitize-ctest.log)"; fail=1; }
     unset ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS OMPI_MCA_mca_base_component_disable_dlclose PMIX_MCA_mca_base_component_disable_dlclose
     ;;
 thread)
     B=build-san-thread
     configure $B thread || { fail=1; continue; }
-    cmake --build $B --target test_pool test_transport test_checksum test_badinput -j $JOBS > $B.build.log 2>&1 ||
-        { echo "FAIL: build $B (see $B.build.log)"; fail=1; continue; }
+    cmake --build $B --target test_pool test_transport test_checksum test_badinput -j $JOBS > $B/sanitize-build.log 2>&1 ||
+        { echo "FAIL: build $B (see $B/sanitize-build.log)"; fail=1; continue; }
     export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
-    (cd $B && ctest --output-on-failure -j $JOBS -R "^(Pool|Inproc|Bad|Checksum|Crc32c)" --timeout 900 > ../$B.ctest.log 2>&1)
+    (cd $B && ctest --output-on-failure -j $JOBS -R "^(Pool|Inproc|Bad|Checksum|Crc32c)" --timeout 900 > sanitize-ctest.log 2>&1)
     rc=$?
-    tail -3 $B.ctest.log
-    [ $rc -eq 0 ] && echo "ok: TSan: $(grep -oE '[0-9]+% tests passed, [0-9]+ tests failed out of [0-9]+' $B.ctest.log | head -1)" || { echo "FAIL: TSan (see $B.ctest.log)"; fail=1; }
+    tail -3 $B/sanitize-ctest.log
+    [ $rc -eq 0 ] && echo "ok: TSan: $(grep -oE '[0-9]+% tests passed, [0-9]+ tests failed out of [0-9]+' $B/sanitize-ctest.log | head -1)" || { echo "FAIL: TSan (see $B/sanitize-ctest.log)"; fail=1; }
     unset TSAN_OPTIONS
     ;;
 valgrind)
