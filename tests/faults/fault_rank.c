@@ -3,7 +3,7 @@
  * The scripts in this folder (netns.sh, kill_trials.sh, soak.sh) drive it.
  *
  *   zap-fault-rank [--op allreduce|bcast|mixed|p2p|soak] [--iters N] [--count C]
- *                  [--kill-rank K --seed S] [--kill-file PATH]
+ *                  [--kill-rank K --seed S] [--kill-file PATH] [--ready-file PATH]
  *
  * Every iteration runs one collective on fresh, rank- and iteration-dependent
  * data and checks the result against a closed form on every element: the
@@ -18,7 +18,8 @@
  * With --kill-rank K, rank K picks (from the seed) an iteration in [0, N) and
  * a delay of 0 to 3 ms; at that iteration a helper thread sleeps the delay and
  * raises SIGKILL while the main thread is inside the collective. Before dying
- * it appends its CLOCK_REALTIME kill time to --kill-file.
+ * it appends its CLOCK_REALTIME kill time to --kill-file. With --ready-file,
+ * each rank appends its rank to that file once its communicator exists.
  *
  * Output (stdout, one line per rank and event, parsed by the scripts):
  *   RESULT rank R ok iters N seconds T host H messages M collectives C
@@ -167,7 +168,7 @@ int main(int argc, char **argv)
     int iters = 100;
     size_t count = 1024;
     uint64_t seed = 1;
-    const char *kill_file = NULL;
+    const char *kill_file = NULL, *ready_file = NULL;
     for (int a = 1; a < argc; a++) {
         if (!strcmp(argv[a], "--op") && a + 1 < argc)
             op = argv[++a];
@@ -181,9 +182,11 @@ int main(int argc, char **argv)
             seed = strtoull(argv[++a], NULL, 10);
         else if (!strcmp(argv[a], "--kill-file") && a + 1 < argc)
             kill_file = argv[++a];
+        else if (!strcmp(argv[a], "--ready-file") && a + 1 < argc)
+            ready_file = argv[++a];
         else {
             fprintf(stderr, "usage: zap-fault-rank [--op allreduce|bcast|mixed|p2p|soak] [--iters N] [--count C] "
-                            "[--kill-rank K --seed S] [--kill-file PATH]\n");
+                            "[--kill-rank K --seed S] [--kill-file PATH] [--ready-file PATH]\n");
             return 2;
         }
     }
@@ -210,6 +213,16 @@ int main(int argc, char **argv)
     if (st != ZAP_OK) {
         printf("RESULT rank %d setup-failed status %s\n", g_rank, zap_status_string(st));
         leave(3);
+    }
+
+    if (ready_file) {
+        /* One line per rank once its transport and communicator are up, for
+         * scripts that inject faults only after the start-up. */
+        FILE *f = fopen(ready_file, "a");
+        if (f) {
+            fprintf(f, "%d\n", g_rank);
+            fclose(f);
+        }
     }
 
     /* The victim's kill point, from the seed (the same on every rank, so the

@@ -94,12 +94,17 @@ set_nft_loss off
 
 # 2. and 3. link down for 2 s during a collective loop
 for timeout in 10 1; do
-    ZAP_TIMEOUT=$timeout ns_mpirun 3 -- "$FAULT_RANK" --op mixed --iters 150 --count 4096 > "$NS_TMP/d$timeout.log" 2>&1 &
+    ZAP_TIMEOUT=$timeout ns_mpirun 3 -- "$FAULT_RANK" --op mixed --iters 150 --count 4096 \
+        --ready-file "$NS_TMP/ready$timeout" > "$NS_TMP/d$timeout.log" 2>&1 &
     job=$!
-    # Down once the ranks run (their first output appears only at the end, so
-    # wait for the processes instead).
-    for ((w = 0; w < 100; w++)); do [ "$(pgrep -xc zap-fault-rank)" -ge 3 ] && break; sleep 0.1; done
-    sleep 0.5
+    # Down once every rank's transport and communicator are up (a link down
+    # during MPI_Init would hang Open MPI's own wire-up, which has no timeout
+    # and is not what this scenario tests).
+    for ((w = 0; w < 600; w++)); do
+        [ -f "$NS_TMP/ready$timeout" ] && [ "$(wc -l < "$NS_TMP/ready$timeout")" -ge 3 ] && break
+        sleep 0.1
+    done
+    sleep 0.3
     t_down=$(date +%s.%N)
     ip netns exec "$(ns_name 1)" ip link set $NS_IF down
     sleep 2
