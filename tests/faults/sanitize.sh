@@ -40,7 +40,10 @@ address)
     configure $B address || { fail=1; continue; }
     # Everything the tree builds (tools included: their smoke tests run too).
     cmake --build $B -j $JOBS > $B/sanitize-build.log 2>&1 || { echo "FAIL: build $B (see $B/sanitize-build.log)"; fail=1; continue; }
-    export ASAN_OPTIONS=abort_on_error=0:detect_leaks=1:halt_on_error=1
+    # fast_unwind_on_malloc=0: Open MPI and UCX are built without frame
+    # pointers, so the fast unwinder stops at their first frame and the
+    # suppressions could not match; the slow unwinder sees the whole stack.
+    export ASAN_OPTIONS=abort_on_error=0:detect_leaks=1:halt_on_error=1:fast_unwind_on_malloc=0
     export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
     export LSAN_OPTIONS=suppressions=$LSAN_SUPP:print_suppressions=0
     # Keep MPI and PMIx components loaded at exit, so LSan can name (and the
