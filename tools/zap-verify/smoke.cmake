@@ -40,3 +40,18 @@ execute_process(COMMAND ${ZV} run --batch ${batch} --inproc-ranks 1 --expect ${D
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "indices file as --expect failed: ${rc}: ${out}")
 endif()
+# An expected-verdicts file that disagrees (index 0 listed invalid although
+# the generator's item 0 is valid) must give exit status 1 and say MISMATCH.
+file(READ ${bits} raw HEX)
+string(SUBSTRING "${raw}" 48 2 byte0)
+math(EXPR b0 "0x${byte0} & 1")
+if(b0 EQUAL 1)
+  file(WRITE ${DIR}/smoke.wrong.idx "0\n")
+else()
+  file(WRITE ${DIR}/smoke.wrong.idx "1\n")
+endif()
+execute_process(COMMAND ${ZV} run --batch ${batch} --inproc-ranks 2 --expect ${DIR}/smoke.wrong.idx
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out)
+if(NOT rc EQUAL 1 OR NOT out MATCHES "result: MISMATCH")
+  message(FATAL_ERROR "a wrong --expect file must give exit status 1: ${rc}: ${out}")
+endif()

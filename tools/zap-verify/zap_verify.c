@@ -474,6 +474,15 @@ static zap_status_t load_batch(run_ctx_t *c, zap_transport_t *t, zap_buf_t *buf_
     return s;
 }
 
+/* The last line of a run, printed once the exit codes of all ranks are known
+ * (the root's comparison with the expected verdicts included). */
+static void print_result(const opts_t *o, int code)
+{
+    if (!o->quiet)
+        printf("result: %s\n", code == 0 ? "OK" : code == EXIT_MISMATCH ? "MISMATCH" : "ERROR");
+    fflush(stdout);
+}
+
 static int compare_bits(const char *what, const uint32_t *want, const uint32_t *got, uint64_t n)
 {
     uint64_t diff = 0, first = UINT64_MAX;
@@ -592,8 +601,6 @@ static int rank_main(run_ctx_t *c, zap_transport_t *t)
             free(want);
         }
     }
-    if (rank == 0 && !o->quiet)
-        printf("result: %s\n", code == 0 ? "OK" : code == EXIT_MISMATCH ? "MISMATCH" : "ERROR");
     fflush(stdout);
     zap_verify_result_cleanup(&r);
     zap_buf_free(&batch);
@@ -678,6 +685,7 @@ static int cmd_run(opts_t *o, int *argc, char ***argv)
         free(args);
         zap_inproc_world_destroy(world);
         pthread_barrier_destroy(&c.barrier);
+        print_result(o, code);
         return code;
     }
     c.loaded = loaded_mpi;
@@ -750,6 +758,8 @@ static int cmd_run(opts_t *o, int *argc, char ***argv)
      * rank's agree. */
     int worst = code;
     MPI_Allreduce(&code, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (rank == 0)
+        print_result(o, worst);
     MPI_Finalize();
     return worst;
 }
