@@ -21,136 +21,12 @@
 #include "fuzz_target.h"
 #include "zap/coll.h"
 #include "zap/inproc.h"
-#include "transport/transport_impl.h"
+#include "mutating_link.h"
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-/* ---- the mutating link: a transport decorator for rank 1 ---- */
-
-typedef struct mut_req {
-    zap_request_t base;
-    zap_request_t *inner;
-    void *buf;
-    size_t cap;
-} mut_req_t;
-
-typedef struct mut_transport {
-    zap_transport_t base;
-    zap_transport_ops_t ops;
-    zap_transport_t *inner;
-    const uint8_t *data; /* remaining fuzz chunks */
-    size_t left;
-    int active;          /* replace messages only once the comm exists */
-    int replaced;
-} mut_transport_t;
-
-static zap_status_t mut_isend(zap_transport_t *t, int peer, uint64_t tag, const void *buf, size_t len,
-                              zap_request_t **req_p)
-{
-    mut_req_t *r = calloc(1, sizeof(*r));
-    if (!r)
-        return ZAP_ERR_NO_MEMORY;
-    zap_request_base_init(&r->base, t, ZAP_REQ_SEND, peer, tag);
-    zap_status_t st = zap_transport_isend(((mut_transport_t *)t)->inner, peer, tag, buf, len, &r->inner);
-    if (st != ZAP_OK) {
-        free(r);
-        return st;
-    }
-    *req_p = &r->base;
-    return ZAP_OK;
-}
-
-static zap_status_t mut_irecv(zap_transport_t *t, int peer, uint64_t tag, void *buf, size_t cap,
-                              zap_request_t **req_p)
-{
-    mut_req_t *r = calloc(1, sizeof(*r));
-    if (!r)
-        return ZAP_ERR_NO_MEMORY;
-    zap_request_base_init(&r->base, t, ZAP_REQ_RECV, peer, tag);
-    r->buf = buf;
-    r->cap = cap;
-    zap_status_t st = zap_transport_irecv(((mut_transport_t *)t)->inner, peer, tag, buf, cap, &r->inner);
-    if (st != ZAP_OK) {
-        free(r);
-        return st;
-    }
-    *req_p = &r->base;
-    return ZAP_OK;
-}
-
-/* The inner request completed with st: apply the next chunk (once). */
-static zap_status_t mut_finish(mut_req_t *r, zap_status_t st)
-{
-    if (zap_request_status(&r->base) != ZAP_INPROGRESS)
-        return zap_request_status(&r->base);
-    mut_transport_t *m = (mut_transport_t *)r->base.transport;
-    size_t len = 0;
-    if (st == ZAP_OK && r->base.kind == ZAP_REQ_RECV) {
-        (void)zap_request_received(r->inner, &len);
-        if (m->active && m->left >= 2) {
-            size_t want = (size_t)m->data[0] | ((size_t)m->data[1] << 8);
-            m->data += 2;
-            m->left -= 2;
-            if (want > m->left)
-                want = m->left;
-            m->replaced++;
-            if (want > r->cap) {
-                st = ZAP_ERR_TRUNCATED;
-            } else {
-                if (want)
-                    memcpy(r->buf, m->data, want);
-                len = want;
-            }
-            m->data += want;
-            m->left -= want;
-        }
-        r->base.received_len = len;
-    }
-    zap_request_complete(&r->base, st);
-    return st;
-}
-
-static zap_status_t mut_test(zap_request_t *req)
-{
-    mut_req_t *r = (mut_req_t *)req;
-    if (zap_request_status(req) != ZAP_INPROGRESS)
-        return zap_request_status(req);
-    zap_status_t st = r->inner->transport->ops->test(r->inner);
-    return st == ZAP_INPROGRESS ? st : mut_finish(r, st);
-}
-
-static zap_status_t mut_wait(zap_request_t *req, double deadline)
-{
-    mut_req_t *r = (mut_req_t *)req;
-    if (zap_request_status(req) != ZAP_INPROGRESS)
-        return zap_request_status(req);
-    zap_status_t st = r->inner->transport->ops->wait(r->inner, deadline);
-    return st == ZAP_ERR_TIMED_OUT ? st : mut_finish(r, st);
-}
-
-static zap_status_t mut_probe(zap_transport_t *t, int peer, uint64_t tag, double deadline, size_t *len_p)
-{
-    zap_transport_t *in = ((mut_transport_t *)t)->inner;
-    return in->ops->probe(in, peer, tag, deadline, len_p);
-}
-
-static zap_status_t mut_progress(zap_transport_t *t) { return zap_transport_progress(((mut_transport_t *)t)->inner); }
-
-static void mut_request_free(zap_request_t *req)
-{
-    zap_request_free(((mut_req_t *)req)->inner);
-    free(req);
-}
-
-static void mut_close(zap_transport_t *t) { atomic_store(&t->closed, true); }
-
-static const zap_transport_ops_t mut_ops = {
-    .name = "mutating", .isend = mut_isend, .irecv = mut_irecv, .probe = mut_probe, .progress = mut_progress,
-    .test = mut_test, .wait = mut_wait, .request_free = mut_request_free, .close = mut_close,
-};
 
 /* ---- the two ranks ---- */
 
@@ -216,12 +92,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     zap_transport_t *t0 = NULL, *t1 = NULL;
     FUZZ_CHECK(zap_inproc_transport(w, 0, &t0) == ZAP_OK && zap_inproc_transport(w, 1, &t1) == ZAP_OK);
     mut_transport_t m;
-    memset(&m, 0, sizeof(m));
-    m.ops = mut_ops;
-    zap_transport_base_init(&m.base, &m.ops, 1, 2, zap_transport_pool(t1), false);
-    m.inner = t1;
-    m.data = data + 2;
-    m.left = size - 2;
+    mut_link_init(&m, t1, data + 2, size - 2, 0);
 
     comm_arg_t c0 = {t0, NULL, ZAP_INPROGRESS}, c1 = {&m.base, NULL, ZAP_INPROGRESS};
     pthread_t th0, th1;
