@@ -110,8 +110,25 @@ static ucp_transport_t *ucp_of(zap_transport_t *t) { return (ucp_transport_t *)t
 
 /* ---- requests (lock held) --------------------------------------------- */
 
+/* The last completed request this thread freed, of whichever transport:
+ * a blocking send or receive frees its request and the next post takes it
+ * back, so a ping-pong touches neither the free list nor, when freeing, the
+ * lock. It stays in its transport's blocks, which live until exit. */
+static _Thread_local ucp_req_t *tls_req;
+
 static ucp_req_t *req_get(ucp_transport_t *u)
 {
+    if (tls_req != NULL && tls_req->base.transport == &u->base) {
+        ucp_req_t *r = tls_req;
+        tls_req = NULL;
+        r->ucx = NULL;
+        r->cancel_status = ZAP_OK;
+        r->orphaned = 0;
+        r->listed = 0;
+        r->cap = 0;
+        r->prev = r->next = NULL;
+        return r;
+    }
     if (u->free_reqs == NULL) {
         if (u->nblocks == u->cap_blocks) {
             size_t cap = u->cap_blocks ? u->cap_blocks * 2 : 16;
@@ -487,6 +504,19 @@ static void ucp_request_free_op(zap_request_t *req)
 {
     ucp_transport_t *u = ucp_of(req->transport);
     ucp_req_t *r = (ucp_req_t *)req;
+    if (zap_request_status(req) != ZAP_INPROGRESS && r->ucx == NULL) {
+        /* Complete (its status is stored after ucx is cleared): keep it for
+         * this thread's next post; the one kept before goes back. */
+        ucp_req_t *old = tls_req;
+        tls_req = r;
+        if (old == NULL)
+            return;
+        u = ucp_of(old->base.transport);
+        spin_lock(&u->lock);
+        req_put(u, old);
+        spin_unlock(&u->lock);
+        return;
+    }
     spin_lock(&u->lock);
     if (u->torn_down)
         r->ucx = NULL;
