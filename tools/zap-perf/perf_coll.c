@@ -253,6 +253,7 @@ static long check(const ctx_t *c)
 typedef struct result {
     double time_us, algbw, busbw;
     double lat_avg, lat_min, lat_max;
+    double lat_med; /* the slowest rank's median: robust on a noisy, shared machine */
     long wrong;
 } result_t;
 
@@ -273,6 +274,9 @@ static void measure(const ctx_t *c, long iters, long warmup, result_t *r)
     long wrong = check(c);
     /* Isolated, each iteration validated. */
     double sum = 0, mn = 1e30, mx = 0;
+    double *samples = malloc(sizeof(double) * (size_t)iters);
+    if (samples == NULL)
+        die("sample array", ZAP_ERR_NO_MEMORY);
     for (long i = 0; i < iters; i++) {
         if (c->op == OP_BCAST)
             reset_bcast(c);
@@ -280,11 +284,15 @@ static void measure(const ctx_t *c, long iters, long warmup, result_t *r)
         double s = perf_now();
         run_once(c);
         double d = perf_now() - s;
+        samples[i] = d;
         sum += d;
         mn = d < mn ? d : mn;
         mx = d > mx ? d : mx;
         wrong += check(c);
     }
+    double med = perf_median(samples, (int)iters), g_med = 0;
+    free(samples);
+    MPI_Allreduce(&med, &g_med, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     double avg = sum / (double)iters, g_avg = 0, g_min = 0, g_max = 0;
     long g_wrong = 0;
     MPI_Allreduce(&avg, &g_avg, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
@@ -298,6 +306,7 @@ static void measure(const ctx_t *c, long iters, long warmup, result_t *r)
     r->lat_avg = g_avg / g_size * 1e6;
     r->lat_min = g_min * 1e6;
     r->lat_max = g_max * 1e6;
+    r->lat_med = g_med * 1e6;
     r->wrong = g_wrong;
 }
 
@@ -407,13 +416,14 @@ int perf_coll_main(int argc, char **argv)
     if (perf_out_open(&out, o.csv,
                       "op,mem,ranks,bytes,count,iters,alg,zap_time_us,zap_algbw,zap_busbw,zap_wrong,mpi_time_us,"
                       "mpi_algbw,mpi_busbw,mpi_wrong,busbw_ratio,zap_lat_avg,zap_lat_min,zap_lat_max,mpi_lat_avg,"
-                      "mpi_lat_min,mpi_lat_max,lat_ratio,stage_GBps,nccl_time_us,nccl_busbw",
+                      "mpi_lat_min,mpi_lat_max,lat_ratio,stage_GBps,nccl_time_us,nccl_busbw,zap_lat_med,mpi_lat_med,med_ratio",
                       g_rank) != 0)
         return 1;
     if (g_rank == 0) {
         printf("# zap-perf coll: %d ranks, mem %s, float32 sum, UCX_TLS %s; times in us, bandwidth GB/s\n", g_size,
                o.mem, getenv("UCX_TLS") ? getenv("UCX_TLS") : "(default)");
-        printf("# busbw x = zap busbw / MPI busbw (higher: zap faster); lat x = zap avg / MPI avg (lower: zap faster)\n");
+        printf("# busbw x = zap busbw / MPI busbw (higher: zap faster); lat x = zap avg / MPI avg (lower: zap faster);\n"
+               "# med = slowest rank's median isolated latency, zap/MPI\n");
         printf("%-9s %10s %9s %-12s | %9s %8s %8s %5s | %9s %8s %8s %5s | %7s | %8s %8s %8s | %8s %8s %8s | %6s\n",
                "op", "bytes", "count", "alg", "zap_us", "algbw", "busbw", "wrong", "mpi_us", "algbw", "busbw", "wrong",
                "busbw x", "zlat", "zmin", "zmax", "mlat", "mmin", "mmax", "lat x");
@@ -462,6 +472,7 @@ int perf_coll_main(int argc, char **argv)
                        "%8.2f | %8.2f %8.2f %8.2f | %6.2f",
                        tok, bytes, count, alg, z.time_us, z.algbw, z.busbw, z.wrong, m.time_us, m.algbw, m.busbw,
                        m.wrong, bx, z.lat_avg, z.lat_min, z.lat_max, m.lat_avg, m.lat_min, m.lat_max, lx);
+                printf(" | med %.2f/%.2f", z.lat_med, m.lat_med);
                 if (kind != 0)
                     printf(" | stage %.2f GB/s", stage);
                 if (nccl_us > 0)
@@ -471,10 +482,11 @@ int perf_coll_main(int argc, char **argv)
                 if (out.csv)
                     fprintf(out.csv,
                             "%s,%s,%d,%zu,%zu,%ld,%s,%.3f,%.4f,%.4f,%ld,%.3f,%.4f,%.4f,%ld,%.4f,%.3f,%.3f,%.3f,%.3f,%.3f,"
-                            "%.3f,%.4f,%.4f,%.3f,%.4f\n",
+                            "%.3f,%.4f,%.4f,%.3f,%.4f,%.3f,%.3f,%.4f\n",
                             tok, o.mem, g_size, bytes, count, iters, alg, z.time_us, z.algbw, z.busbw, z.wrong,
                             m.time_us, m.algbw, m.busbw, m.wrong, bx, z.lat_avg, z.lat_min, z.lat_max, m.lat_avg,
-                            m.lat_min, m.lat_max, lx, stage, nccl_us, nccl_busbw);
+                            m.lat_min, m.lat_max, lx, stage, nccl_us, nccl_busbw, z.lat_med, m.lat_med,
+                            use_mpi && m.lat_med > 0 ? z.lat_med / m.lat_med : 0);
             }
         }
     }
