@@ -57,6 +57,39 @@ typedef struct rank_row {
     uint8_t digest[32];
 } rank_row_t;
 
+/* A non-root rank's check of the plan it received: the status must be one
+ * zap defines, and the fields must describe a batch the root's parser could
+ * have accepted within total_len bytes (which also bounds every size the
+ * rank computes from them). Returns the root's refusal, ZAP_OK, or
+ * ZAP_ERR_CORRUPT for a damaged plan. */
+static zap_status_t plan_check(const plan_t *p, int root)
+{
+    if (p->status != ZAP_OK) {
+        if (p->status < ZAP_ERR_CANCELED || p->status > ZAP_ERR_INVALID_PARAM) {
+            zap_error("verify: job: the plan from rank %d carries status %d, which is not a zap status", root,
+                      (int)p->status);
+            return ZAP_ERR_CORRUPT;
+        }
+        zap_error("verify: job: the root (rank %d) refused the batch: %s", root,
+                  zap_status_string((zap_status_t)p->status));
+        return (zap_status_t)p->status;
+    }
+    int fixed = (p->flags & ZAP_BATCH_FLAG_FIXED_MSG) != 0;
+    uint32_t min = fixed ? ZAP_BATCH_RECORD_SIZE : ZAP_VAR_RECORD_MIN;
+    if (p->scheme != ZAP_SCHEME_ED25519_LIBSODIUM_1_0_18 || (p->flags & ~ZAP_BATCH_FLAG_FIXED_MSG) ||
+        p->stride < min || p->stride > ZAP_BATCH_MAX_STRIDE || p->stride % 16 || p->mode > ZAP_VERIFY_BCAST ||
+        p->combine > ZAP_COMBINE_ALLGATHERV || p->total_len < ZAP_BATCH_HEADER_SIZE ||
+        p->n_items > (p->total_len - ZAP_BATCH_HEADER_SIZE) / p->stride || p->blob_len > p->total_len ||
+        (fixed && p->blob_len) || p->total_len > SIZE_MAX) {
+        zap_error("verify: job: the plan from rank %d is damaged (scheme %u, flags 0x%x, stride %u, n_items %llu, "
+                  "blob_len %llu, total_len %llu, mode %u, combine %u)",
+                  root, p->scheme, p->flags, p->stride, (unsigned long long)p->n_items,
+                  (unsigned long long)p->blob_len, (unsigned long long)p->total_len, p->mode, p->combine);
+        return ZAP_ERR_CORRUPT;
+    }
+    return ZAP_OK;
+}
+
 static zap_status_t digest_of(const zap_verify_result_t *r, uint8_t out[32])
 {
     crypto_generichash_state h;
@@ -181,30 +214,39 @@ zap_status_t zap_verify_job(zap_comm_t *comm, const void *batch, size_t len, con
     s = zap_bcast(comm, &plan, sizeof(plan), ZAP_DT_UINT8, root);
     if (s != ZAP_OK)
         goto out;
-    if (plan.status != ZAP_OK) {
-        s = (zap_status_t)plan.status;
-        if (rank != root)
-            zap_error("verify: job: the root (rank %d) refused the batch: %s", root, zap_status_string(s));
+    /* Every rank checks the plan it received and allocates its bookkeeping;
+     * a MIN-allreduce then makes them all go on or all stop with the same
+     * status, so a damaged plan or a failed allocation on one rank cannot
+     * leave the others waiting. */
+    zap_status_t local = rank == root ? (zap_status_t)plan.status : plan_check(&plan, root);
+    if (local == ZAP_OK) {
+        res.n_items = plan.n_items;
+        res.batch_id = plan.batch_id;
+        res.nranks = nranks;
+        res.bitmap_words = (size_t)((plan.n_items + 31) / 32);
+        res.bitmap = calloc(res.bitmap_words ? res.bitmap_words : 1, sizeof(uint32_t));
+        res.ranks = calloc((size_t)nranks, sizeof(*res.ranks));
+        counts = calloc((size_t)nranks, sizeof(size_t));
+        displs = calloc((size_t)nranks, sizeof(size_t));
+        rows = calloc((size_t)nranks, sizeof(*rows));
+        slices = calloc(2 * (size_t)nranks, sizeof(uint64_t));
+        if (!res.bitmap || !res.ranks || !counts || !displs || !rows || !slices) {
+            zap_error("verify: job: no memory for the verdict set of %llu items", (unsigned long long)plan.n_items);
+            local = ZAP_ERR_NO_MEMORY;
+        }
+    }
+    int32_t go = local;
+    s = zap_allreduce(comm, ZAP_IN_PLACE, &go, 1, ZAP_DT_INT32, ZAP_OP_MIN);
+    if (s != ZAP_OK)
+        goto out;
+    if (go != ZAP_OK) {
+        s = (zap_status_t)go;
+        if (local == ZAP_OK)
+            zap_error("verify: job: another rank stopped the job after the plan: %s", zap_status_string(s));
         goto out;
     }
     const int fixed = (plan.flags & ZAP_BATCH_FLAG_FIXED_MSG) != 0;
     const int var_scatter = !fixed && plan.mode == ZAP_VERIFY_SCATTER;
-    res.n_items = plan.n_items;
-    res.batch_id = plan.batch_id;
-    res.nranks = nranks;
-    res.bitmap_words = (size_t)((plan.n_items + 31) / 32);
-    res.bitmap = calloc(res.bitmap_words ? res.bitmap_words : 1, sizeof(uint32_t));
-    res.ranks = calloc((size_t)nranks, sizeof(*res.ranks));
-    counts = calloc((size_t)nranks, sizeof(size_t));
-    displs = calloc((size_t)nranks, sizeof(size_t));
-    rows = calloc((size_t)nranks, sizeof(*rows));
-    slices = calloc(2 * (size_t)nranks, sizeof(uint64_t));
-    zap_status_t local = ZAP_OK;
-    if (!res.bitmap || !res.ranks || !counts || !displs || !rows || !slices) {
-        zap_error("verify: job: no memory for the verdict set of %llu items", (unsigned long long)plan.n_items);
-        s = ZAP_ERR_NO_MEMORY;
-        goto out; /* the other ranks time out in their next collective (ZAP_TIMEOUT) */
-    }
     uint64_t first, count;
     zap_verify_shard(plan.n_items, nranks, rank, &first, &count);
 
