@@ -230,7 +230,10 @@ zap_status_t zap_verify_job(zap_comm_t *comm, const void *batch, size_t len, con
         displs = calloc((size_t)nranks, sizeof(size_t));
         rows = calloc((size_t)nranks, sizeof(*rows));
         slices = calloc(2 * (size_t)nranks, sizeof(uint64_t));
-        if (!res.bitmap || !res.ranks || !counts || !displs || !rows || !slices) {
+        uint64_t f, c;
+        zap_verify_shard(plan.n_items, nranks, rank, &f, &c);
+        mine = calloc((size_t)((c + 31) / 32) + 1, sizeof(uint32_t)); /* allgatherv send copy */
+        if (!res.bitmap || !res.ranks || !counts || !displs || !rows || !slices || !mine) {
             zap_error("verify: job: no memory for the verdict set of %llu items", (unsigned long long)plan.n_items);
             local = ZAP_ERR_NO_MEMORY;
         }
@@ -375,11 +378,6 @@ zap_status_t zap_verify_job(zap_comm_t *comm, const void *batch, size_t len, con
             s = zap_allreduce(comm, ZAP_IN_PLACE, res.bitmap, res.bitmap_words, ZAP_DT_UINT32, ZAP_OP_BOR);
         } else {
             size_t my_words = (size_t)((count + 31) / 32);
-            mine = malloc((my_words ? my_words : 1) * sizeof(uint32_t));
-            if (!mine) {
-                s = ZAP_ERR_NO_MEMORY;
-                goto out;
-            }
             memcpy(mine, res.bitmap + first / 32, my_words * sizeof(uint32_t));
             for (int r = 0; r < nranks; r++) {
                 uint64_t f, c;
