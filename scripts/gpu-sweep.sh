@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# GPU-machine sweep: the whole ctest suite (GPU tests run instead of skipping),
+# compute-sanitizer on the GPU kernels, and the benchmarks whose figures go in
+# docs/performance.md. Run from the repository root with a build tree made on
+# the development machine: scripts/gpu-sweep.sh BUILD_DIR OUT_DIR [tests|bench|all]
+set -uo pipefail
+build=${1:?build dir}; out=${2:?output dir}; what=${3:-all}
+mkdir -p "$out"
+. scripts/mpirun-env.sh
+log() { echo "== $* ($(date +%T))"; }
+ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
+{
+  log machine; nvidia-smi -L; nproc; uname -r
+  "$build/tools/zap-info/zap-info" | head -12
+} > "$out/machine.txt" 2>&1
+
+# ctest's files hold absolute paths of the tree the build was configured in.
+src=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$build/CMakeCache.txt")
+if [ "$src" != "$PWD" ] && [ ! -e "$src" ]; then mkdir -p "$(dirname "$src")"; ln -s "$PWD" "$src"; fi
+bt=$(cd "$build" && pwd)
+
+if [ "$what" != bench ]; then
+log ctest
+(cd "$bt" && timeout 300 ctest -j 8 --timeout 240 -LE "long|plugin" --output-on-failure) > "$out/ctest.txt" 2>&1
+tail -40 "$out/ctest.txt"
+
+log compute-sanitizer
+cs=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
+if [ -n "$cs" ]; then
+  for t in tests/ed25519/test_ed25519_gpu tests/pool/test_pool; do
+    [ -x "$bt/$t" ] || continue
+    ZAP_ED25519_GPU_LARGE_N=4096 timeout 120 "$cs" --tool memcheck --error-exitcode 9 "$bt/$t" \
+      --gtest_filter='-*Million*' > "$out/cs_$(basename $t).txt" 2>&1
+    echo "compute-sanitizer $t: rc=$?"; tail -3 "$out/cs_$(basename $t).txt"
+  done
+else
+  echo "compute-sanitizer: not found"
+fi
+
+fi
+if [ "$what" != tests ]; then
+log pool-bench
+timeout 60 "$bt/tools/zap-pool-bench/zap-pool-bench" > "$out/pool_bench.txt" 2>&1; tail -12 "$out/pool_bench.txt"
+
+log p2p managed
+timeout 150 mpirun -np 2 -x UCX_TLS=self,sm,cma "$bt/tools/zap-perf/zap-perf" p2p --mem host,pool,managed \
+  --staging prefetch --max 64M --csv "$out/p2p_prefetch.csv" > "$out/p2p_prefetch.txt" 2>&1; tail -25 "$out/p2p_prefetch.txt"
+timeout 100 mpirun -np 2 -x UCX_TLS=self,sm,cma "$bt/tools/zap-perf/zap-perf" p2p --mem managed --no-raw \
+  --staging none --min 4K --max 64M --csv "$out/p2p_fault.csv" > "$out/p2p_fault.txt" 2>&1; tail -12 "$out/p2p_fault.txt"
+
+if "$bt/tools/zap-perf/zap-perf" coll --help >/dev/null 2>&1; then
+  log coll 2 ranks
+  timeout 150 mpirun -np 2 -x UCX_TLS=self,sm,cma "$bt/tools/zap-perf/zap-perf" coll --mem host,managed,device \
+    --max 256M --csv "$out/coll2.csv" > "$out/coll2.txt" 2>&1; tail -40 "$out/coll2.txt"
+  log coll 8 ranks host
+  timeout 120 mpirun -np 8 -x UCX_TLS=self,sm,cma "$bt/tools/zap-perf/zap-perf" coll --mem host \
+    --max 64M --csv "$out/coll8.csv" > "$out/coll8.txt" 2>&1; tail -30 "$out/coll8.txt"
+fi
+
+fi
+log zap-verify
+for np in 1 $( [ "$ngpu" -ge 2 ] && echo 2 ); do
+  timeout 150 mpirun -np $np "$bt/tools/zap-verify/zap-verify" run --gen 4194304 --keys 65536 --verifier gpu \
+    > "$out/verify_np$np.txt" 2>&1; echo "np $np rc=$?"; tail -22 "$out/verify_np$np.txt"
+done
