@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 #include "mpi_harness.h"
 extern "C" {
@@ -418,6 +419,46 @@ TEST_F(Ucp, TagsDifferingOnlyInHighBitsBelow44DoNotMix)
         EXPECT_EQ(ga, va);
         EXPECT_EQ(gb, vb);
     }
+}
+
+TEST_F(Ucp, ThreadsShareOneTransport)
+{
+    // Ranks 0 and 1 only: every extra spinning thread costs seconds on a
+    // 2-core CI machine.
+    int peer = partner();
+    if (peer < 0 || rank() > 1)
+        return;
+    // Three threads per rank, each ping-ponging with its twin on the partner
+    // under its own tag, eager and rendezvous sizes mixed.
+    const int nthreads = 3, rounds = 40;
+    std::vector<std::thread> ts;
+    std::vector<int> bad(nthreads, 0);
+    for (int k = 0; k < nthreads; k++)
+        ts.emplace_back([&, k] {
+            const uint64_t tag = 0x7000 + (uint64_t)k;
+            std::vector<uint8_t> out(70000), in(70000);
+            for (int i = 0; i < rounds && !bad[k]; i++) {
+                size_t len = (i % 4 == 0) ? 70000 : (size_t)(8 + i);
+                uint64_t sseed = seed_of(rank(), peer, tag, (size_t)i);
+                uint64_t rseed = seed_of(peer, rank(), tag, (size_t)i);
+                fill(out.data(), len, sseed);
+                size_t got = 0;
+                zap_status_t a, b;
+                if (rank() < peer) {
+                    a = zap_transport_send(t_, peer, tag, out.data(), len);
+                    b = zap_transport_recv(t_, peer, tag, in.data(), in.size(), &got);
+                } else {
+                    b = zap_transport_recv(t_, peer, tag, in.data(), in.size(), &got);
+                    a = zap_transport_send(t_, peer, tag, out.data(), len);
+                }
+                if (a != ZAP_OK || b != ZAP_OK || got != len || first_bad(in.data(), len, rseed) != -1)
+                    bad[k] = i + 1;
+            }
+        });
+    for (auto &t : ts)
+        t.join();
+    for (int k = 0; k < nthreads; k++)
+        EXPECT_EQ(bad[k], 0) << "thread " << k << " failed at round " << bad[k] - 1;
 }
 
 // A transport of its own: closing it must cancel what is pending and refuse
