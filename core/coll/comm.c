@@ -329,7 +329,7 @@ static zap_status_t coll_req_test(zap_request_t *req)
 static zap_request_t *first_pending(zap_coll_op_t *op)
 {
     for (int i = 0; i < op->nreqs; i++)
-        if (zap_request_status(op->reqs[i]) == ZAP_INPROGRESS)
+        if (op->reqs[i] != NULL && zap_request_status(op->reqs[i]) == ZAP_INPROGRESS)
             return op->reqs[i];
     return NULL;
 }

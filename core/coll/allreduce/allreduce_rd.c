@@ -65,11 +65,14 @@ zap_status_t zap_coll_rd_init(zap_coll_op_t *op, int phase, const void *data, si
         rd->acc = &rd->inline_hdr[0];
         rd->in = &rd->inline_hdr[1];
     } else {
-        zap_status_t st = zap_coll_scratch(op, &rd->buf, 2 * rd->msg_bytes);
+        /* The receive area starts on a 64-byte boundary (the header holds
+         * 64-bit fields; the payload follows the 128-byte header aligned). */
+        size_t stride = (rd->msg_bytes + 63) & ~(size_t)63;
+        zap_status_t st = zap_coll_scratch(op, &rd->buf, 2 * stride);
         if (st != ZAP_OK)
             return st;
         rd->acc = rd->buf.ptr;
-        rd->in = (zap_coll_hdr_t *)((char *)rd->buf.ptr + rd->msg_bytes);
+        rd->in = (zap_coll_hdr_t *)((char *)rd->buf.ptr + stride);
         zap_coll_copy(op, hdr_data(rd->acc), data, count * zap_dtype_size(dt));
     }
     *rd->acc = op->hdr_own;
