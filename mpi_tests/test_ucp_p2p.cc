@@ -506,8 +506,22 @@ TEST(UcpClose, TransportOverAGivenPoolRegistersAndReleasesItsChunks)
     EXPECT_EQ(zap_request_wait(rr), ZAP_OK);
     EXPECT_EQ(first_bad(in.ptr, 1 << 20, seed_of(from, me, 3, 1)), -1);
     zap_request_free(rr);
+    // The chunk that existed before the transport was registered when the
+    // transport installed its hooks (some hook slot holds a memh for it).
+    auto registered = [&](const void *p) {
+        for (int slot = 0; slot < ZAP_POOL_MAX_HOOKS; slot++) {
+            zap_pool_region_t reg{};
+            if (zap_pool_lookup(pool, p, 1, slot, &reg) == ZAP_OK && reg.cookie != nullptr)
+                return true;
+        }
+        return false;
+    };
+    EXPECT_TRUE(registered(early.ptr));
+    EXPECT_TRUE(registered(in.ptr));
     zap_transport_close(t);
-    // The pool is the caller's and still works after the transport is gone.
+    // Unregistered at close (the hooks are gone), and the pool is the
+    // caller's: it still works after the transport is gone.
+    EXPECT_FALSE(registered(early.ptr));
     EXPECT_EQ(zap_buf_free(&in), ZAP_OK);
     EXPECT_EQ(zap_buf_free(&early), ZAP_OK);
     EXPECT_EQ(zap_pool_destroy(pool), ZAP_OK);
