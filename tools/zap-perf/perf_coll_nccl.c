@@ -1,10 +1,11 @@
-/* NCCL column of zap-perf coll (see perf_coll_nccl.h). Built only with
- * ZAP_HAVE_NCCL. Every CUDA and NCCL call is checked; a failure disables the
- * column with a message rather than ending the run. */
+/* NCCL column of zap-perf coll (see perf_coll_nccl.h). Built with CUDA; NCCL
+ * itself is loaded at run time (nccl_dl.h), so the column appears wherever
+ * libnccl.so.2 is installed. Every CUDA and NCCL call is checked; a failure
+ * disables the column with a message rather than ending the run. */
 #include "perf_coll_nccl.h"
 #include "perf_common.h"
 #include <cuda_runtime.h>
-#include <nccl.h>
+#include "nccl_dl.h"
 #include <stdio.h>
 
 static ncclComm_t g_nccl;
@@ -32,6 +33,8 @@ static int g_ok;
 
 int perf_nccl_init(MPI_Comm comm)
 {
+    if (nccl_dl_load() != 0)
+        return -1;
     int rank, size;
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);
