@@ -42,6 +42,7 @@
 #define ZAP_COLL_COMM_ID_MAX 0x7ff
 #define ZAP_COLL_BOOT_ID 0 /* reserved for zap_comm_create's own exchange */
 #define ZAP_COLL_STEP_MAX 0xfff
+#define ZAP_COLL_RD_INLINE_STRIDE 256 /* header (128 B) + up to 128 B of payload */
 
 /* Header fields, exchanged as min[] and max[] arrays. */
 enum {
@@ -95,8 +96,11 @@ typedef struct zap_coll_rd {
     zap_op_t op;
     zap_coll_hdr_t *acc; /* accumulated header, followed by count elements */
     zap_coll_hdr_t *in;  /* receive area, same layout */
-    zap_buf_t buf;       /* acc and in when there is a payload */
-    zap_coll_hdr_t inline_hdr[2]; /* acc and in without payload */
+    zap_buf_t buf;       /* acc and in for payloads too large for the inline area */
+    /* acc and in for the header alone and for small host payloads (up to
+     * ZAP_COLL_RD_INLINE_BYTES per message), so small allreduces take no
+     * pool buffer at all. */
+    alignas(64) unsigned char inline_area[2 * ZAP_COLL_RD_INLINE_STRIDE];
     size_t msg_bytes;
     size_t in_len;
     zap_status_t in_st;

@@ -214,7 +214,12 @@ zap_status_t zap_coll_op_get(zap_comm_t *comm, zap_coll_kind_t kind, int alg, za
         if (op == NULL)
             return ZAP_ERR_NO_MEMORY;
     }
-    memset(op, 0, offsetof(zap_coll_op_t, alg_state));
+    /* Clear the common fields; the engine's inline area and the algorithm
+     * state are initialised by whoever uses them. */
+    memset(op, 0, offsetof(zap_coll_op_t, rd));
+    memset(&op->rd, 0, offsetof(zap_coll_rd_t, inline_area));
+    op->next = NULL;
+    op->active = false;
     zap_request_base_init(&op->req, &comm->req_base, ZAP_REQ_SEND, -1, 0);
     op->comm = comm;
     op->seq = ++comm->seq;

@@ -23,6 +23,7 @@
 #include "coll/coll_impl.h"
 #include "coll/patterns/patterns.h"
 #include "base/log.h"
+#include <stddef.h>
 #include <string.h>
 
 #define RD_STEP_FOLD 0
@@ -54,27 +55,31 @@ zap_status_t zap_coll_rd_init(zap_coll_op_t *op, int phase, const void *data, si
                               zap_op_t zop)
 {
     zap_coll_rd_t *rd = &op->rd;
-    memset(rd, 0, sizeof(*rd));
+    memset(rd, 0, offsetof(zap_coll_rd_t, inline_area)); /* the inline area needs no clearing */
     rd->state = RD_START;
     rd->phase = phase;
     rd->count = count;
     rd->dt = dt;
     rd->op = zop;
     rd->msg_bytes = sizeof(zap_coll_hdr_t) + count * zap_dtype_size(dt);
-    if (count == 0) {
-        rd->acc = &rd->inline_hdr[0];
-        rd->in = &rd->inline_hdr[1];
+    /* The receive area starts on a 64-byte boundary (the header holds 64-bit
+     * fields; the payload follows the 128-byte header aligned). Host payloads
+     * that fit use the operation's inline area, GPU-resident ones pool
+     * scratch the reduction kernels can address. */
+    size_t stride = (rd->msg_bytes + 63) & ~(size_t)63;
+    bool host = op->mem != ZAP_MEM_DEVICE && op->mem != ZAP_MEM_MANAGED;
+    if (count == 0 || (host && stride <= ZAP_COLL_RD_INLINE_STRIDE)) {
+        rd->acc = (zap_coll_hdr_t *)rd->inline_area;
+        rd->in = (zap_coll_hdr_t *)(rd->inline_area + stride);
     } else {
-        /* The receive area starts on a 64-byte boundary (the header holds
-         * 64-bit fields; the payload follows the 128-byte header aligned). */
-        size_t stride = (rd->msg_bytes + 63) & ~(size_t)63;
         zap_status_t st = zap_coll_scratch(op, &rd->buf, 2 * stride);
         if (st != ZAP_OK)
             return st;
         rd->acc = rd->buf.ptr;
         rd->in = (zap_coll_hdr_t *)((char *)rd->buf.ptr + stride);
-        zap_coll_copy(op, hdr_data(rd->acc), data, count * zap_dtype_size(dt));
     }
+    if (count > 0)
+        zap_coll_copy(op, hdr_data(rd->acc), data, count * zap_dtype_size(dt));
     *rd->acc = op->hdr_own;
     return ZAP_OK;
 }
