@@ -142,6 +142,7 @@ struct zap_comm {
     zap_transport_t req_base;   /* dispatches zap_request_* calls on collective requests */
     bool sleeping_wait;         /* the transport's wait sleeps (inproc) rather than spins */
     bool owns_transport;        /* zap_comm_create_mpi: destroy closes the transport */
+    unsigned spins_before_yield; /* polls of a waiting operation before it yields the CPU */
 };
 
 /* --- comm.c ---------------------------------------------------------------- */

@@ -21,6 +21,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static zap_status_t coll_req_test(zap_request_t *req);
 static zap_status_t coll_req_wait(zap_request_t *req, double deadline);
@@ -43,10 +44,27 @@ static const zap_transport_ops_t coll_req_ops = {
  * 2047 creations). Process-wide because in-process ranks share a process. */
 static atomic_uint next_comm_id = 1;
 
-/* Polls of a waiting collective before it starts yielding the CPU. */
-#ifndef ZAP_COLL_SPINS_BEFORE_YIELD
-#define ZAP_COLL_SPINS_BEFORE_YIELD 4
-#endif
+/* Polls of a waiting collective before it starts yielding the CPU: few when
+ * the node runs more ranks than it has cores (a spinning rank would keep the
+ * peer it waits for off the CPU), more otherwise (a yield costs a system call
+ * and, on a shared machine, the rest of a time slice). The local rank count
+ * comes from the launcher's environment (Open MPI, MPICH/Hydra, Slurm); when
+ * none says, the node counts as not oversubscribed. */
+#define ZAP_COLL_SPINS_OVERSUBSCRIBED 4
+#define ZAP_COLL_SPINS_DEDICATED 256
+
+static unsigned spins_before_yield(void)
+{
+    static const char *const vars[] = {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE"};
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+        const char *v = getenv(vars[i]);
+        long n = v ? strtol(v, NULL, 10) : 0;
+        if (n > 0)
+            return cores > 0 && n > cores ? ZAP_COLL_SPINS_OVERSUBSCRIBED : ZAP_COLL_SPINS_DEDICATED;
+    }
+    return ZAP_COLL_SPINS_DEDICATED;
+}
 
 static int comm_to_transport_rank(const zap_comm_t *comm, int r) { return comm->ranks ? comm->ranks[r] : r; }
 
@@ -63,6 +81,7 @@ static zap_comm_t *comm_alloc(zap_transport_t *t, int rank, int size, int *ranks
     zap_transport_base_init(&c->req_base, &coll_req_ops, rank, size, NULL, false);
     zap_transport_caps_t caps;
     c->sleeping_wait = zap_transport_caps(t, &caps) == ZAP_OK && strcmp(caps.name, "inproc") == 0;
+    c->spins_before_yield = spins_before_yield();
     return c;
 }
 
@@ -358,8 +377,8 @@ static zap_status_t coll_req_wait(zap_request_t *req, double deadline)
          * operations one may need progress while the other sleeps, and a
          * polling transport (UCX) would spin inside its wait without letting
          * other processes of an oversubscribed node run; after a short spin
-         * this loop yields the CPU on every round, as Open MPI does when
-         * oversubscribed (the cost on an idle core is one system call). */
+         * (spins_before_yield) this loop yields the CPU on every round, as
+         * Open MPI does when oversubscribed. */
         zap_request_t *pending = comm->sleeping_wait && comm->active_head == op && op->next == NULL
                                      ? first_pending(op)
                                      : NULL;
@@ -369,7 +388,7 @@ static zap_status_t coll_req_wait(zap_request_t *req, double deadline)
                 return st;
         } else {
             (void)zap_transport_progress(comm->t);
-            if (++spins > ZAP_COLL_SPINS_BEFORE_YIELD)
+            if (++spins > comm->spins_before_yield)
                 sched_yield();
         }
     }
