@@ -68,6 +68,7 @@ typedef struct ucp_peer {
     ucp_transport_t *t;
     int rank;
     ucp_ep_h ep;
+    int peer_errors;     /* ep created with UCX peer error handling */
     int failed;          /* set by UCX's error callback */
     int failure_handled; /* endpoint closed, its receives failed */
 } ucp_peer_t;
@@ -293,18 +294,21 @@ static zap_status_t peer_ep(ucp_transport_t *u, int peer, ucp_ep_h *ep_p)
     if (p->ep == NULL) {
         /* Peer error handling where UCX offers it; the self endpoint never
          * needs it. UCX 1.13's shared memory has none (UCX prints one error
-         * line saying so): dead peers then show up as timeouts. */
-        int want = peer != u->base.rank && !atomic_load(&no_peer_errors);
+         * line saying so): dead peers then show up as timeouts. Same-host
+         * peers ask only when UCX_TLS was chosen (ucp_worker.h says why). */
+        int want = !atomic_load(&no_peer_errors) && zap_ucp_want_peer_errors(&u->w, peer);
         zap_status_t st = zap_ucp_ep_create(&u->w, peer, want, peer_error_cb, p, &p->ep);
         if (st == ZAP_ERR_UNSUPPORTED) {
             atomic_store(&no_peer_errors, 1);
             zap_info("ucp: rank %d: UCX cannot detect peer failure on these transports (UCX_TLS); a dead peer "
                      "will show as ZAP_ERR_TIMED_OUT",
                      u->base.rank);
+            want = 0;
             st = zap_ucp_ep_create(&u->w, peer, 0, NULL, NULL, &p->ep);
         }
         if (st != ZAP_OK)
             return st;
+        p->peer_errors = want;
     }
     *ep_p = p->ep;
     return ZAP_OK;
@@ -678,7 +682,7 @@ static void ucp_close(zap_transport_t *t)
             continue;
         /* Forced close needs peer error handling; without it, flush mode
          * (everything is flushed already, so it does not wait on the peer). */
-        int forced = i != t->rank && !atomic_load(&no_peer_errors);
+        int forced = p->peer_errors;
         ucp_request_param_t cp = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS, .flags = forced ? UCP_EP_CLOSE_FLAG_FORCE : 0};
         (void)zap_ucp_wait_ptr(u->w.worker, ucp_ep_close_nbx(p->ep, &cp), deadline);
         p->ep = NULL;

@@ -128,7 +128,19 @@ static zap_status_t exchange_addresses(zap_ucp_worker_t *w)
         MPI_SUCCESS) {
         zap_error("ucp: rank %d: MPI_Allgatherv of worker addresses failed", w->rank);
         st = ZAP_ERR_TRANSPORT;
+        goto out;
     }
+    /* Which ranks share a host (FNV-1a of the processor name). */
+    char name[MPI_MAX_PROCESSOR_NAME];
+    int nlen = 0;
+    MPI_Get_processor_name(name, &nlen);
+    uint64_t h = UINT64_C(14695981039346656037);
+    for (int i = 0; i < nlen; i++)
+        h = (h ^ (uint8_t)name[i]) * UINT64_C(1099511628211);
+    w->host = calloc((size_t)w->size, sizeof(uint64_t));
+    st = agree(w->comm, w->host == NULL ? ZAP_ERR_NO_MEMORY : ZAP_OK);
+    if (st == ZAP_OK && MPI_Allgather(&h, 1, MPI_UINT64_T, w->host, 1, MPI_UINT64_T, w->comm) != MPI_SUCCESS)
+        st = ZAP_ERR_TRANSPORT;
 out:
     if (addr != NULL)
         ucp_worker_release_address(w->worker, addr);
@@ -185,6 +197,16 @@ zap_status_t zap_ucp_ep_create(zap_ucp_worker_t *w, int peer, int peer_errors, u
     return ZAP_OK;
 }
 
+int zap_ucp_want_peer_errors(const zap_ucp_worker_t *w, int peer)
+{
+    if (peer == w->rank)
+        return 0;
+    if (w->host[peer] != w->host[w->rank])
+        return 1;
+    const char *tls = getenv("UCX_TLS");
+    return tls != NULL && tls[0] != '\0' && strcmp(tls, "all") != 0;
+}
+
 ucs_status_t zap_ucp_wait_ptr(ucp_worker_h worker, ucs_status_ptr_t req, double deadline)
 {
     if (!UCS_PTR_IS_PTR(req))
@@ -215,6 +237,7 @@ void zap_ucp_worker_cleanup(zap_ucp_worker_t *w)
     free(w->addrs);
     free(w->addr_len);
     free(w->addr_off);
+    free(w->host);
     memset(w, 0, sizeof(*w));
     w->comm = MPI_COMM_NULL;
 }

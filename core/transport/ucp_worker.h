@@ -6,6 +6,7 @@
 #ifndef ZAP_TRANSPORT_UCP_WORKER_H
 #define ZAP_TRANSPORT_UCP_WORKER_H
 #include <mpi.h>
+#include <stdint.h>
 #include <ucp/api/ucp.h>
 #include "zap/status.h"
 
@@ -17,6 +18,7 @@ typedef struct zap_ucp_worker {
     char *addrs;       /* every rank's worker address, concatenated */
     int *addr_len;     /* per rank */
     int *addr_off;     /* per rank, into addrs */
+    uint64_t *host;    /* per rank: a hash of MPI_Get_processor_name */
 } zap_ucp_worker_t;
 
 /* Collective over comm: creates context (tag feature) and worker (serialised
@@ -30,6 +32,14 @@ zap_status_t zap_ucp_worker_init(zap_ucp_worker_t *w, MPI_Comm comm);
  * (ucp_ep_create answers "unreachable"); the caller may retry without. */
 zap_status_t zap_ucp_ep_create(zap_ucp_worker_t *w, int peer, int peer_errors, ucp_err_handler_cb_t cb, void *arg,
                                ucp_ep_h *ep_p);
+
+/* Whether to ask UCX for peer error handling on the endpoint to peer: never
+ * for this rank itself; for a peer on another host, yes; for a peer on this
+ * host only when UCX_TLS is set (and not "all"): with every transport
+ * allowed, UCX 1.13 meets the request by carrying same-host traffic over TCP
+ * instead of shared memory (whose 1.13 transports cannot detect a dead peer),
+ * 40x the latency of an 8-byte message. */
+int zap_ucp_want_peer_errors(const zap_ucp_worker_t *w, int peer);
 
 /* Progresses the worker until req (a status pointer from a UCP call) is done
  * or deadline (zap_clock_now seconds) passes; frees the request. Returns the

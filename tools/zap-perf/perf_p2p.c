@@ -190,7 +190,8 @@ static int raw_setup(raw_side_t *r)
     if (zap_ucp_worker_init(&r->w, MPI_COMM_WORLD) != ZAP_OK)
         return -1;
     /* The same endpoint mode zap uses: peer error handling where UCX has it. */
-    zap_status_t st = zap_ucp_ep_create(&r->w, g_peer, 1, ep_err, NULL, &r->ep);
+    zap_status_t st = zap_ucp_ep_create(&r->w, g_peer, zap_ucp_want_peer_errors(&r->w, g_peer), ep_err, NULL,
+                                        &r->ep);
     if (st == ZAP_ERR_UNSUPPORTED)
         st = zap_ucp_ep_create(&r->w, g_peer, 0, NULL, NULL, &r->ep);
     return st == ZAP_OK ? 0 : -1;
