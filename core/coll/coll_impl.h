@@ -154,6 +154,10 @@ zap_status_t zap_coll_op_get(zap_comm_t *comm, zap_coll_kind_t kind, int alg, za
 zap_status_t zap_coll_op_start(zap_coll_op_t *op, zap_request_t **req_p);
 /* Blocking helper: start, wait, free; returns the operation's status. */
 zap_status_t zap_coll_op_run(zap_coll_op_t *op);
+/* What the blocking forms do after posting: wait (at most ZAP_TIMEOUT, going
+ * straight to the collective wait loop rather than zap_request_wait's
+ * initial polling) and free; returns the operation's status. */
+zap_status_t zap_coll_wait_free(zap_request_t *req);
 /* Releases an operation that was never started. */
 void zap_coll_op_discard(zap_coll_op_t *op);
 

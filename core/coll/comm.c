@@ -402,6 +402,15 @@ static void coll_req_free(zap_request_t *req)
     op_put(op);
 }
 
+zap_status_t zap_coll_wait_free(zap_request_t *req)
+{
+    zap_status_t st = ((zap_coll_op_t *)req)->status;
+    if (st == ZAP_INPROGRESS)
+        st = coll_req_wait(req, zap_clock_now() + zap_timeout_seconds());
+    coll_req_free(req);
+    return st;
+}
+
 zap_status_t zap_coll_op_run(zap_coll_op_t *op)
 {
     zap_request_t *req = NULL;
@@ -538,7 +547,5 @@ zap_status_t zap_barrier(zap_comm_t *comm)
     zap_status_t st = zap_ibarrier(comm, &req);
     if (st != ZAP_OK)
         return st;
-    st = zap_request_wait(req);
-    zap_request_free(req);
-    return st;
+    return zap_coll_wait_free(req);
 }

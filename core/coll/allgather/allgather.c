@@ -155,9 +155,7 @@ zap_status_t zap_allgatherv(zap_comm_t *comm, const void *sendbuf, size_t sendco
     zap_status_t st = zap_iallgatherv(comm, sendbuf, sendcount, recvbuf, counts, displs, dt, &req);
     if (st != ZAP_OK)
         return st;
-    st = zap_request_wait(req);
-    zap_request_free(req);
-    return st;
+    return zap_coll_wait_free(req);
 }
 
 zap_status_t zap_allgather(zap_comm_t *comm, const void *sendbuf, size_t count, void *recvbuf, zap_dtype_t dt)
@@ -166,7 +164,5 @@ zap_status_t zap_allgather(zap_comm_t *comm, const void *sendbuf, size_t count, 
     zap_status_t st = zap_iallgather(comm, sendbuf, count, recvbuf, dt, &req);
     if (st != ZAP_OK)
         return st;
-    st = zap_request_wait(req);
-    zap_request_free(req);
-    return st;
+    return zap_coll_wait_free(req);
 }

@@ -126,9 +126,7 @@ zap_status_t zap_coll_allreduce_rd(zap_comm_t *comm, const void *sendbuf, void *
     zap_status_t st = post(comm, sendbuf, recvbuf, count, dt, zop, ZAP_AR_RD, &req);
     if (st != ZAP_OK)
         return st;
-    st = zap_request_wait(req);
-    zap_request_free(req);
-    return st;
+    return zap_coll_wait_free(req);
 }
 
 zap_status_t zap_allreduce(zap_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count, zap_dtype_t dt,
@@ -138,7 +136,5 @@ zap_status_t zap_allreduce(zap_comm_t *comm, const void *sendbuf, void *recvbuf,
     zap_status_t st = zap_iallreduce(comm, sendbuf, recvbuf, count, dt, zop, &req);
     if (st != ZAP_OK)
         return st;
-    st = zap_request_wait(req);
-    zap_request_free(req);
-    return st;
+    return zap_coll_wait_free(req);
 }

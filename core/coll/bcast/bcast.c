@@ -102,7 +102,5 @@ zap_status_t zap_bcast(zap_comm_t *comm, void *buf, size_t count, zap_dtype_t dt
     zap_status_t st = zap_ibcast(comm, buf, count, dt, root, &req);
     if (st != ZAP_OK)
         return st;
-    st = zap_request_wait(req);
-    zap_request_free(req);
-    return st;
+    return zap_coll_wait_free(req);
 }

@@ -176,9 +176,7 @@ zap_status_t zap_scatterv(zap_comm_t *comm, const void *sendbuf, const size_t *c
     zap_status_t st = zap_iscatterv(comm, sendbuf, counts, displs, recvbuf, recvcount, dt, root, &req);
     if (st != ZAP_OK)
         return st;
-    st = zap_request_wait(req);
-    zap_request_free(req);
-    return st;
+    return zap_coll_wait_free(req);
 }
 
 zap_status_t zap_scatter(zap_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count, zap_dtype_t dt, int root)
@@ -187,7 +185,5 @@ zap_status_t zap_scatter(zap_comm_t *comm, const void *sendbuf, void *recvbuf, s
     zap_status_t st = zap_iscatter(comm, sendbuf, recvbuf, count, dt, root, &req);
     if (st != ZAP_OK)
         return st;
-    st = zap_request_wait(req);
-    zap_request_free(req);
-    return st;
+    return zap_coll_wait_free(req);
 }
