@@ -41,21 +41,32 @@ fi
 
 fi
 log zap-verify
-for np in 1 $( [ "$ngpu" -ge 2 ] && echo 2 ); do
-  timeout 150 mpirun -np $np "$bt/tools/zap-verify/zap-verify" run --gen 4194304 --keys 65536 --verifier gpu \
-    > "$out/verify_np$np.txt" 2>&1; echo "np $np rc=$?"; tail -22 "$out/verify_np$np.txt"
+# One batch, generated once, then verified on 1 and 2 GPUs with each pool
+# backing (managed: receive buffers fault in on first touch; pinned: no faults).
+zv="$bt/tools/zap-verify/zap-verify"; batch=/tmp/zap-sweep.svb
+timeout 150 "$zv" gen --items 4194304 --keys 65536 --threads "$(nproc)" --out $batch --expect $batch.bits \
+  > "$out/verify.txt" 2>&1; echo "gen rc=$?"; tail -3 "$out/verify.txt"
+for backend in managed pinned; do
+  for np in 1 $( [ "$ngpu" -ge 2 ] && echo 2 ); do
+    echo "== verify np $np backend $backend" >> "$out/verify.txt"
+    ZAP_POOL_BACKEND=$backend timeout 100 mpirun -np $np -x ZAP_POOL_BACKEND "$zv" run --batch $batch \
+      --expect $batch.bits --verifier gpu >> "$out/verify.txt" 2>&1; echo "np $np $backend rc=$?"
+  done
 done
+grep -E "^==|items/s|result|verify  |distribute" "$out/verify.txt"
 if [ "$what" != tests ]; then
 log pool-bench
 timeout 60 "$bt/tools/zap-pool-bench/zap-pool-bench" > "$out/pool_bench.txt" 2>&1; tail -12 "$out/pool_bench.txt"
 
+if [ "$what" != final ]; then
 log p2p managed
 timeout 120 mpirun -np 2 -x UCX_TLS=self,sm,cma "$bt/tools/zap-perf/zap-perf" p2p --mem host,pool,managed \
   --staging prefetch --max 64M --csv "$out/p2p_prefetch.csv" > "$out/p2p_prefetch.txt" 2>&1; tail -25 "$out/p2p_prefetch.txt"
 timeout 70 mpirun -np 2 -x UCX_TLS=self,sm,cma "$bt/tools/zap-perf/zap-perf" p2p --mem managed --no-raw \
   --staging none --min 4K --max 64M --csv "$out/p2p_fault.csv" > "$out/p2p_fault.txt" 2>&1; tail -12 "$out/p2p_fault.txt"
 
-if "$bt/tools/zap-perf/zap-perf" coll --help >/dev/null 2>&1; then
+fi
+if "$bt/tools/zap-perf/zap-perf" --help 2>&1 | grep -q '^  coll'; then
   log coll 2 ranks
   timeout 150 mpirun -np 2 -x UCX_TLS=self,sm,cma "$bt/tools/zap-perf/zap-perf" coll --mem managed \
     --max 256M --csv "$out/coll2.csv" > "$out/coll2.txt" 2>&1; tail -40 "$out/coll2.txt"
