@@ -21,7 +21,7 @@ bt=$(cd "$build" && pwd)
 # Runtime libraries the GPU host lacks (libsodium), carried in the build tree.
 [ -d "$bt/devlibs" ] && export LD_LIBRARY_PATH="$bt/devlibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
-if [ "$what" != bench ]; then
+if [ "$what" != bench ] && [ -z "${ZAP_SWEEP_SKIP_TESTS:-}" ]; then
 log ctest
 (cd "$bt" && timeout 300 ctest -j 8 --timeout 240 -LE "long|plugin" ${ZAP_CTEST_REGEX:+-R "$ZAP_CTEST_REGEX"} --output-on-failure) > "$out/ctest.txt" 2>&1
 tail -40 "$out/ctest.txt"
@@ -46,17 +46,17 @@ log zap-verify
 zv="$bt/tools/zap-verify/zap-verify"; batch=/tmp/zap-sweep.svb
 timeout 150 "$zv" gen --items 4194304 --keys 65536 --threads "$(nproc)" --out $batch --expect $batch.bits \
   > "$out/verify.txt" 2>&1; echo "gen rc=$?"; tail -3 "$out/verify.txt"
-for backend in managed pinned; do
+for backend in ${ZAP_SWEEP_BACKENDS:-managed pinned}; do
   for np in 1 $( [ "$ngpu" -ge 2 ] && echo 2 ); do
     echo "== verify np $np backend $backend" >> "$out/verify.txt"
-    ZAP_POOL_BACKEND=$backend timeout 100 mpirun -np $np -x ZAP_POOL_BACKEND "$zv" run --batch $batch \
+    ZAP_POOL_BACKEND=$backend timeout 100 mpirun -np $np -x ZAP_POOL_BACKEND ${ZAP_SWEEP_UCX_TLS:+-x UCX_TLS=$ZAP_SWEEP_UCX_TLS} "$zv" run --batch $batch \
       --expect $batch.bits --verifier gpu >> "$out/verify.txt" 2>&1; echo "np $np $backend rc=$?"
   done
 done
 grep -E "^==|items/s|result|verify  |distribute" "$out/verify.txt"
 if [ "$what" != tests ]; then
 log pool-bench
-timeout 60 "$bt/tools/zap-pool-bench/zap-pool-bench" > "$out/pool_bench.txt" 2>&1; tail -12 "$out/pool_bench.txt"
+[ -n "${ZAP_SWEEP_NO_POOL:-}" ] || timeout 60 "$bt/tools/zap-pool-bench/zap-pool-bench" > "$out/pool_bench.txt" 2>&1; tail -12 "$out/pool_bench.txt"
 
 if [ "$what" != final ]; then
 log p2p managed
@@ -66,10 +66,11 @@ timeout 70 mpirun -np 2 -x UCX_TLS=self,sm,cma "$bt/tools/zap-perf/zap-perf" p2p
   --staging none --min 4K --max 64M --csv "$out/p2p_fault.csv" > "$out/p2p_fault.txt" 2>&1; tail -12 "$out/p2p_fault.txt"
 
 fi
-if "$bt/tools/zap-perf/zap-perf" --help 2>&1 | grep -q '^  coll'; then
+perf_modes=$("$bt/tools/zap-perf/zap-perf" --help 2>&1 || true)
+if grep -q '^  coll' <<<"$perf_modes"; then
   log coll 2 ranks
-  timeout 150 mpirun -np 2 -x UCX_TLS=self,sm,cma "$bt/tools/zap-perf/zap-perf" coll --mem managed \
-    --max 256M --csv "$out/coll2.csv" > "$out/coll2.txt" 2>&1; tail -40 "$out/coll2.txt"
+  timeout 120 mpirun -np 2 -x UCX_TLS=self,sm,cma "$bt/tools/zap-perf/zap-perf" coll --mem managed \
+    --max ${ZAP_SWEEP_COLL_MAX:-256M} --csv "$out/coll2.csv" > "$out/coll2.txt" 2>&1; tail -40 "$out/coll2.txt"
   log coll 8 ranks host
   timeout 70 mpirun -np 8 -x UCX_TLS=self,sm,cma "$bt/tools/zap-perf/zap-perf" coll --mem host \
     --max 64M --csv "$out/coll8.csv" > "$out/coll8.txt" 2>&1; tail -30 "$out/coll8.txt"
