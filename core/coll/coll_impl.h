@@ -16,7 +16,7 @@
  * flight together (fewer than 65536 on a communicator) therefore never match
  * each other's messages, and messages of one step between one pair of ranks
  * arrive in order (the transport's guarantee), which the pipelined algorithms
- * use. Communicator ids wrap after 2047 creations.
+ * use. Communicator ids wrap after 1023 creations.
  *
  * Argument agreement: every collective starts with a header of its arguments
  * (kind, algorithm, count, datatype, op, root, a hash of v-counts, a "bad"
@@ -39,7 +39,7 @@
 #define ZAP_COLL_MAX_REQS 16
 #define ZAP_COLL_ALG_STATE_BYTES 256
 #define ZAP_COLL_TAG_BIT (UINT64_C(1) << 43)
-#define ZAP_COLL_COMM_ID_MAX 0x7ff
+#define ZAP_COLL_COMM_ID_MAX 0x3ff /* bits 32..41; bit 42 is checksum mode's (core/transport/checksum.h) */
 #define ZAP_COLL_BOOT_ID 0 /* reserved for zap_comm_create's own exchange */
 #define ZAP_COLL_STEP_MAX 0xfff
 #define ZAP_COLL_RD_INLINE_STRIDE 256 /* header (128 B) + up to 128 B of payload */
@@ -142,6 +142,8 @@ struct zap_comm {
     zap_transport_t req_base;   /* dispatches zap_request_* calls on collective requests */
     bool sleeping_wait;         /* the transport's wait sleeps (inproc) rather than spins */
     bool owns_transport;        /* zap_comm_create_mpi: destroy closes the transport */
+    zap_transport_t *checksum_t; /* ZAP_CHECKSUM=1: the wrapper this communicator made and closes */
+    zap_transport_t *unwrapped;  /* the transport under checksum_t */
     unsigned spins_before_yield; /* polls of a waiting operation before it yields the CPU */
 };
 

@@ -13,6 +13,7 @@
  * operations, so callers use zap_request_test/wait/free on them as on
  * point-to-point requests. Not thread-safe: one thread drives a communicator. */
 #include "coll/coll_impl.h"
+#include "transport/checksum.h"
 #include "coll/reduce/reduce.h"
 #include "coll/patterns/patterns.h"
 #include "base/config_table.h"
@@ -41,7 +42,7 @@ static const zap_transport_ops_t coll_req_ops = {
 /* Ids handed to communicators: each rank proposes the next id it has not
  * used and the communicator takes the maximum over its ranks, so two
  * communicators sharing a rank never share an id (up to wrap-around after
- * 2047 creations). Process-wide because in-process ranks share a process. */
+ * 1023 creations). Process-wide because in-process ranks share a process. */
 static atomic_uint next_comm_id = 1;
 
 /* Polls of a waiting collective before it starts yielding the CPU: few when
@@ -120,10 +121,27 @@ zap_status_t zap_comm_create(zap_transport_t *t, zap_comm_t **comm_p)
 {
     if (t == NULL || comm_p == NULL)
         return ZAP_ERR_INVALID_PARAM;
+    uint64_t checksum = 0;
+    zap_status_t cst = zap_cfg_get_u64(ZAP_CFG_CHECKSUM, &checksum);
+    if (cst != ZAP_OK)
+        return cst;
+    /* Checksum mode wraps the transport: every message of this communicator
+     * (and of its splits) carries a CRC32C checked on receipt. */
+    zap_transport_t *wrapped = NULL, *given = t;
+    if (checksum && !zap_transport_is_checksum(t)) {
+        cst = zap_transport_checksum_wrap(t, &wrapped);
+        if (cst != ZAP_OK)
+            return cst;
+        t = wrapped;
+    }
     int rank = zap_transport_rank(t), size = zap_transport_size(t);
     zap_comm_t *c = comm_alloc(t, rank, size, NULL);
-    if (c == NULL)
+    if (c == NULL) {
+        zap_transport_close(wrapped);
         return ZAP_ERR_NO_MEMORY;
+    }
+    c->checksum_t = wrapped;
+    c->unwrapped = wrapped != NULL ? given : NULL;
     /* The id exchange runs on the communicator itself with the reserved boot
      * id and sequence 0: every zap_comm_create on a transport exchanges the same
      * messages in the same order, so consecutive creations cannot cross. */
@@ -131,6 +149,7 @@ zap_status_t zap_comm_create(zap_transport_t *t, zap_comm_t **comm_p)
     zap_status_t st = comm_agree_id(c, c, &id);
     if (st != ZAP_OK) {
         comm_free(c);
+        zap_transport_close(wrapped);
         return st;
     }
     c->id = id;
@@ -211,8 +230,11 @@ void zap_comm_destroy(zap_comm_t *comm)
     if (left > 0)
         zap_warn("coll: communicator %u destroyed with %d collective requests not freed (cancelled)", comm->id,
                  left);
-    zap_transport_t *owned = comm->owns_transport ? comm->t : NULL;
+    zap_transport_t *wrapper = comm->checksum_t;
+    zap_transport_t *inner = wrapper != NULL ? comm->unwrapped : comm->t;
+    zap_transport_t *owned = comm->owns_transport ? inner : NULL;
     comm_free(comm);
+    zap_transport_close(wrapper);
     zap_transport_close(owned);
 }
 

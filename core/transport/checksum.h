@@ -21,8 +21,11 @@
 #include "zap/transport.h"
 
 /* The tag bit reserved for checksum messages: callers of a wrapped transport
- * must not set it (isend/irecv refuse such tags with ZAP_ERR_INVALID_PARAM). */
-#define ZAP_TRANSPORT_CHECKSUM_TAG_BIT (UINT64_C(1) << 63)
+ * must not set it (isend/irecv refuse such tags with ZAP_ERR_INVALID_PARAM).
+ * Bit 42, not a high bit: the UCX transport maps tags below 2^44 one to one
+ * and folds higher bits onto low ones, where a folded checksum tag could
+ * collide with a collective's tag; collectives leave bit 42 free. */
+#define ZAP_TRANSPORT_CHECKSUM_TAG_BIT (UINT64_C(1) << 42)
 
 /* Returns in *t_p a transport with inner's ranks and pool that checksums
  * every message as above. inner is borrowed: it must outlive the wrapper, and

@@ -118,3 +118,35 @@ TEST(ChecksumColl, CorruptPayloadFailsTheAllreduceNamingTheSender)
         zap_transport_close(bad[r]);
     }
 }
+
+TEST(ChecksumColl, ChecksumSettingMakesCommCreateWrapTheTransport)
+{
+    ScopedEnv env("ZAP_CHECKSUM", "1");
+    const int n = 3;
+    zap_inproc_world_t *w = nullptr;
+    ASSERT_EQ(zap_inproc_world_create(n, nullptr, &w), ZAP_OK);
+    std::vector<zap_comm_t *> c(n, nullptr);
+    std::vector<zap_status_t> st(n, ZAP_INPROGRESS);
+    std::vector<int64_t> sum(n, 0);
+    std::vector<int> wrapped(n, 0);
+    std::vector<std::thread> ts;
+    for (int r = 0; r < n; r++)
+        ts.emplace_back([&, r] {
+            zap_transport_t *t = nullptr;
+            zap_inproc_transport(w, r, &t);
+            if ((st[r] = zap_comm_create(t, &c[r])) != ZAP_OK)
+                return;
+            wrapped[r] = zap_transport_is_checksum(zap_comm_transport(c[r]));
+            int64_t mine = r + 10;
+            st[r] = zap_allreduce(c[r], &mine, &sum[r], 1, ZAP_DT_INT64, ZAP_OP_SUM);
+            zap_comm_destroy(c[r]); // closes the wrapper it made, never the inproc rank
+        });
+    for (auto &x : ts)
+        x.join();
+    for (int r = 0; r < n; r++) {
+        EXPECT_EQ(st[r], ZAP_OK) << "rank " << r;
+        EXPECT_EQ(wrapped[r], 1) << "rank " << r << ": ZAP_CHECKSUM=1 left the transport unwrapped";
+        EXPECT_EQ(sum[r], 10 + 11 + 12);
+    }
+    zap_inproc_world_destroy(w);
+}

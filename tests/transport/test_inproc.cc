@@ -61,7 +61,9 @@ TEST(Inproc, MessageSentIsMessageReceived)
                 EXPECT_EQ(zap_transport_recv(w.t[1], 0, 7, got.data(), got.size(), &len), ZAP_OK);
         });
         EXPECT_EQ(len, size);
-        EXPECT_EQ(0, memcmp(got.data(), data.data(), size)) << "size " << size;
+        if (size > 0) { // memcmp with a NULL pointer is undefined even for 0 bytes
+            EXPECT_EQ(0, memcmp(got.data(), data.data(), size)) << "size " << size;
+        }
     }
     zap_pool_stats_t s;
     ASSERT_EQ(zap_pool_stats(zap_transport_pool(w.t[0]), &s), ZAP_OK);

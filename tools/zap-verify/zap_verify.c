@@ -403,6 +403,24 @@ static void loaded_mpi(run_ctx_t *c)
         nanosleep(&ts, NULL);
 }
 
+/* Completes an MPI request within ZAP_TIMEOUT; otherwise a peer has died or
+ * hangs, and MPI offers no way out of a collective with a dead member, so
+ * the job is ended with MPI_Abort (naming the wait) rather than hanging. */
+static void wait_or_abort(MPI_Request *req, const char *what, int rank)
+{
+    double deadline = zap_clock_now() + zap_timeout_seconds();
+    struct timespec ts = {0, 1000 * 1000};
+    int done = 0;
+    for (MPI_Test(req, &done, MPI_STATUS_IGNORE); !done; MPI_Test(req, &done, MPI_STATUS_IGNORE)) {
+        if (zap_clock_now() > deadline) {
+            fprintf(stderr, "zap-verify: rank %d: %s did not complete within ZAP_TIMEOUT (%.1f s): a rank has "
+                    "failed; ending the job\n", rank, what, zap_timeout_seconds());
+            MPI_Abort(MPI_COMM_WORLD, EXIT_ERROR);
+        }
+        nanosleep(&ts, NULL);
+    }
+}
+
 typedef struct progress {
     volatile int stop;
     uint64_t done;
@@ -735,8 +753,10 @@ static int cmd_run(opts_t *o, int *argc, char ***argv)
     }
     code = rank_main(&c, t);
     /* Close only once every rank is done with the transport, so no rank sees
-     * a peer's endpoint vanish mid-flight. */
-    MPI_Barrier(MPI_COMM_WORLD);
+     * a peer's endpoint vanish mid-flight; a dead rank ends the job here. */
+    MPI_Request done_req;
+    MPI_Ibarrier(MPI_COMM_WORLD, &done_req);
+    wait_or_abort(&done_req, "the end-of-job barrier", rank);
     zap_transport_close(t);
 #else
     /* Built without the UCX transport: one rank only, over inproc. */
@@ -757,7 +777,9 @@ static int cmd_run(opts_t *o, int *argc, char ***argv)
     /* Every rank leaves with the worst exit code, so mpirun's status and each
      * rank's agree. */
     int worst = code;
-    MPI_Allreduce(&code, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Request worst_req;
+    MPI_Iallreduce(&code, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD, &worst_req);
+    wait_or_abort(&worst_req, "the exit-status agreement", rank);
     if (rank == 0)
         print_result(o, worst);
     MPI_Finalize();
