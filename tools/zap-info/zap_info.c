@@ -4,6 +4,7 @@
  * every ZAP_ setting with its value, default and meaning. A bad setting makes
  * it exit 1 naming the variable. --config-markdown prints the settings table
  * that docs/config.md carries. */
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <mpi.h>
@@ -41,6 +42,35 @@ static void print_markdown(void)
         printf(" |\n");
     }
 }
+
+#ifdef ZAP_INFO_HAVE_COLL
+/* The automatic algorithm choice (ZAP_ALLREDUCE_ALG / ZAP_BCAST_ALG = auto). */
+static void print_selection(void)
+{
+    const zap_coll_selection_row_t *ar = NULL, *bc = NULL;
+    size_t nar = 0, nbc = 0;
+    zap_coll_selection_table(&ar, &nar, &bc, &nbc);
+    printf("#\n# collective algorithm selection (auto): first matching row wins\n");
+    printf("# %-10s %-18s %-11s %-20s\n", "collective", "algorithm", "ranks", "bytes");
+    for (int pass = 0; pass < 2; pass++) {
+        const zap_coll_selection_row_t *rows = pass ? bc : ar;
+        size_t n = pass ? nbc : nar;
+        for (size_t i = 0; i < n; i++) {
+            char ranks[32], lo[24], hi[24];
+            if (rows[i].max_ranks == INT32_MAX || rows[i].max_ranks <= 0)
+                snprintf(ranks, sizeof(ranks), "%d+", rows[i].min_ranks);
+            else
+                snprintf(ranks, sizeof(ranks), "%d-%d", rows[i].min_ranks, rows[i].max_ranks);
+            snprintf(lo, sizeof(lo), "%zu", rows[i].min_bytes);
+            if (rows[i].max_bytes == SIZE_MAX)
+                snprintf(hi, sizeof(hi), "inf");
+            else
+                snprintf(hi, sizeof(hi), "%zu", rows[i].max_bytes);
+            printf("# %-10s %-18s %-11s [%s, %s)\n", rows[i].collective, rows[i].algorithm, ranks, lo, hi);
+        }
+    }
+}
+#endif
 
 static void print_backing_choice(void)
 {
@@ -110,8 +140,7 @@ int main(int argc, char **argv)
         printf("    %s\n", e->help);
     }
 #ifdef ZAP_INFO_HAVE_COLL
-    printf("#\n");
-    zap_coll_print_selection(stdout);
+    print_selection();
 #endif
     if (cfg != ZAP_OK) {
         fprintf(stderr, "zap-info: setting %s has an invalid value (see the message above)\n", bad);
