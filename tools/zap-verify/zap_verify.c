@@ -381,6 +381,9 @@ typedef struct run_ctx {
     double load_seconds;
     int exit_code[4096];
     const char *transport_name;
+    /* Set by a rank whose job ended because a peer died or stopped answering:
+     * no collective can complete any more, so the MPI path aborts at once. */
+    int peer_lost;
     /* Every rank waits here until the root has loaded or generated the batch,
      * which may take longer than ZAP_TIMEOUT; neither wait has a deadline of
      * its own, the root's load is bounded by its own work. */
@@ -590,7 +593,12 @@ static int rank_main(run_ctx_t *c, zap_transport_t *t)
         pthread_join(prog.tid, NULL);
     }
     int code = 0;
-    if (s != ZAP_OK && s != ZAP_ERR_MISMATCH) {
+    if (s == ZAP_ERR_PEER_FAILED || s == ZAP_ERR_TIMED_OUT) {
+        fprintf(stderr, "zap-verify: rank %d: the job failed: %s (the log line above names the rank)\n", rank,
+                zap_status_string(s));
+        c->peer_lost = 1;
+        code = EXIT_ERROR;
+    } else if (s != ZAP_OK && s != ZAP_ERR_MISMATCH) {
         if (rank == 0)
             fprintf(stderr, "zap-verify: the job failed: %s\n", zap_status_string(s));
         code = EXIT_ERROR;
@@ -752,6 +760,8 @@ static int cmd_run(opts_t *o, int *argc, char ***argv)
         return EXIT_ERROR;
     }
     code = rank_main(&c, t);
+    if (c.peer_lost)
+        MPI_Abort(MPI_COMM_WORLD, EXIT_ERROR); /* a barrier with a dead rank would only wait */
     /* Close only once every rank is done with the transport, so no rank sees
      * a peer's endpoint vanish mid-flight; a dead rank ends the job here. */
     MPI_Request done_req;
