@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 #include "log_capture.h"
+#include "rank_threads.h"
 extern "C" {
 #include "zap/inproc.h"
 #include "base/crc32c.h"
@@ -34,25 +35,9 @@ struct Wrapped {
             zap_transport_close(x);
         zap_inproc_world_destroy(w);
     }
-    void run(const std::function<void(int)> &fn)
-    {
-        std::vector<std::thread> ts;
-        for (size_t r = 0; r < t.size(); r++)
-            ts.emplace_back(fn, (int)r);
-        for (auto &x : ts)
-            x.join();
-    }
+    void run(const std::function<void(int)> &fn) { run_ranks((int)t.size(), fn); }
 };
 
-std::vector<uint8_t> pattern(size_t n, uint32_t seed)
-{
-    std::vector<uint8_t> v(n);
-    for (size_t i = 0; i < n; i++) {
-        seed = seed * 1103515245u + 12345u;
-        v[i] = (uint8_t)(seed >> 16);
-    }
-    return v;
-}
 } // namespace
 
 TEST(Crc32c, MatchesTheStandardCheckValue)
@@ -61,7 +46,7 @@ TEST(Crc32c, MatchesTheStandardCheckValue)
     EXPECT_EQ(zap_base_crc32c(0, "123456789", 9), 0xe3069283u);
     EXPECT_EQ(zap_base_crc32c(0, nullptr, 0), 0u);
     // Continuation: crc(a || b) == crc(crc(a), b), at every split.
-    auto data = pattern(1000, 3);
+    auto data = test_pattern(1000, 3);
     uint32_t whole = zap_base_crc32c(0, data.data(), data.size());
     for (size_t cut : {0, 1, 7, 8, 9, 500, 999, 1000})
         EXPECT_EQ(zap_base_crc32c(zap_base_crc32c(0, data.data(), cut), data.data() + cut, data.size() - cut), whole);
@@ -72,7 +57,7 @@ TEST(Checksum, MessagesArriveIntactThroughTheWrapper)
     LogCapture log;
     Wrapped w(2);
     for (size_t size : {(size_t)0, (size_t)1, (size_t)255, (size_t)8192, (size_t)8193, (size_t)(1u << 20)}) {
-        auto data = pattern(size, (uint32_t)size + 1);
+        auto data = test_pattern(size, (uint32_t)size + 1);
         std::vector<uint8_t> got(size + 1, 0);
         size_t len = 999;
         w.run([&](int r) {
@@ -110,7 +95,7 @@ TEST(Checksum, CorruptedPayloadIsCorruptNamingTheSender)
     LogCapture log;
     ScopedEnv env("ZAP_TEST_CORRUPT_RANK", "2");
     Wrapped w(3);
-    auto data = pattern(5000, 9);
+    auto data = test_pattern(5000, 9);
     std::vector<uint8_t> from1(5000), from2(5000);
     zap_status_t st1 = ZAP_ERR_TRANSPORT, st2 = ZAP_ERR_TRANSPORT;
     w.run([&](int r) {
@@ -132,7 +117,7 @@ TEST(Checksum, StreamsStayPairedAfterATruncatedPayload)
 {
     LogCapture log;
     Wrapped w(2);
-    auto big = pattern(300, 1), next = pattern(40, 2);
+    auto big = test_pattern(300, 1), next = test_pattern(40, 2);
     std::vector<uint8_t> small(10), got(40);
     zap_status_t first = ZAP_OK, second = ZAP_ERR_TRANSPORT;
     w.run([&](int r) {
@@ -152,7 +137,7 @@ TEST(Checksum, StreamsStayPairedAfterATruncatedPayload)
 TEST(Checksum, ReceiveBufThroughTheWrapperIsChecked)
 {
     Wrapped w(2);
-    auto data = pattern(20000, 5);
+    auto data = test_pattern(20000, 5);
     zap_buf_t b{};
     w.run([&](int r) {
         if (r == 0)

@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 #include "log_capture.h"
+#include "rank_threads.h"
 extern "C" {
 #include "zap/coll.h"
 #include "zap/inproc.h"
@@ -37,14 +38,7 @@ struct CommWorld {
             zap_transport_close(x);
         zap_inproc_world_destroy(w);
     }
-    void run(const std::function<void(int)> &fn)
-    {
-        std::vector<std::thread> ts;
-        for (size_t r = 0; r < t.size(); r++)
-            ts.emplace_back(fn, (int)r);
-        for (auto &x : ts)
-            x.join();
-    }
+    void run(const std::function<void(int)> &fn) { run_ranks((int)t.size(), fn); }
 };
 } // namespace
 
@@ -129,20 +123,16 @@ TEST(ChecksumColl, ChecksumSettingMakesCommCreateWrapTheTransport)
     std::vector<zap_status_t> st(n, ZAP_INPROGRESS);
     std::vector<int64_t> sum(n, 0);
     std::vector<int> wrapped(n, 0);
-    std::vector<std::thread> ts;
-    for (int r = 0; r < n; r++)
-        ts.emplace_back([&, r] {
-            zap_transport_t *t = nullptr;
-            zap_inproc_transport(w, r, &t);
-            if ((st[r] = zap_comm_create(t, &c[r])) != ZAP_OK)
-                return;
-            wrapped[r] = zap_transport_is_checksum(zap_comm_transport(c[r]));
-            int64_t mine = r + 10;
-            st[r] = zap_allreduce(c[r], &mine, &sum[r], 1, ZAP_DT_INT64, ZAP_OP_SUM);
-            zap_comm_destroy(c[r]); // closes the wrapper it made, never the inproc rank
-        });
-    for (auto &x : ts)
-        x.join();
+    run_ranks(n, [&](int r) {
+        zap_transport_t *t = nullptr;
+        zap_inproc_transport(w, r, &t);
+        if ((st[r] = zap_comm_create(t, &c[r])) != ZAP_OK)
+            return;
+        wrapped[r] = zap_transport_is_checksum(zap_comm_transport(c[r]));
+        int64_t mine = r + 10;
+        st[r] = zap_allreduce(c[r], &mine, &sum[r], 1, ZAP_DT_INT64, ZAP_OP_SUM);
+        zap_comm_destroy(c[r]); // closes the wrapper it made, never the inproc rank
+    });
     for (int r = 0; r < n; r++) {
         EXPECT_EQ(st[r], ZAP_OK) << "rank " << r;
         EXPECT_EQ(wrapped[r], 1) << "rank " << r << ": ZAP_CHECKSUM=1 left the transport unwrapped";

@@ -6,6 +6,7 @@
 #include <thread>
 #include <vector>
 #include "log_capture.h"
+#include "rank_threads.h"
 extern "C" {
 #include "zap/inproc.h"
 }
@@ -23,25 +24,9 @@ struct World {
     }
     ~World() { zap_inproc_world_destroy(w); }
     // Runs fn(rank) on one thread per rank.
-    void run(const std::function<void(int)> &fn)
-    {
-        std::vector<std::thread> ts;
-        for (size_t r = 0; r < t.size(); r++)
-            ts.emplace_back(fn, (int)r);
-        for (auto &x : ts)
-            x.join();
-    }
+    void run(const std::function<void(int)> &fn) { run_ranks((int)t.size(), fn); }
 };
 
-std::vector<uint8_t> pattern(size_t n, uint32_t seed)
-{
-    std::vector<uint8_t> v(n);
-    for (size_t i = 0; i < n; i++) {
-        seed = seed * 1103515245u + 12345u;
-        v[i] = (uint8_t)(seed >> 16);
-    }
-    return v;
-}
 } // namespace
 
 TEST(Inproc, MessageSentIsMessageReceived)
@@ -51,7 +36,7 @@ TEST(Inproc, MessageSentIsMessageReceived)
     World w(2);
     for (size_t size : {(size_t)0, (size_t)1, (size_t)255, (size_t)8192, (size_t)8193, (size_t)(1u << 20),
                         (size_t)(5u << 20)}) {
-        auto data = pattern(size, (uint32_t)size);
+        auto data = test_pattern(size, (uint32_t)size);
         std::vector<uint8_t> got(size + 1, 0);
         size_t len = 999;
         w.run([&](int r) {
@@ -152,7 +137,7 @@ TEST(Inproc, ZeroLengthMessagesMatchAndComplete)
 TEST(Inproc, RecvBufHandsOutAPoolBufferTheCallerFrees)
 {
     World w(2);
-    auto data = pattern(70000, 3);
+    auto data = test_pattern(70000, 3);
     zap_request_t *s_req = nullptr; // rendezvous: completes once received
     ASSERT_EQ(zap_transport_isend(w.t[0], 1, 9, data.data(), data.size(), &s_req), ZAP_OK);
     zap_buf_t b;
