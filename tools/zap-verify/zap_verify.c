@@ -730,24 +730,25 @@ static int cmd_run(opts_t *o, int *argc, char ***argv)
         MPI_Finalize();
         return EXIT_USAGE;
     }
-    const char *ls = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    /* The ranks sharing this host, from MPI itself (any launcher): they split
+     * the cores between them and each takes its own GPU. */
+    MPI_Comm node;
+    int local = 0, local_size = 1;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+    MPI_Comm_rank(node, &local);
+    MPI_Comm_size(node, &local_size);
+    MPI_Comm_free(&node);
     if (!o->vp.threads)
-        o->vp.threads = default_threads(ls ? atoi(ls) : 1);
+        o->vp.threads = default_threads(local_size);
     if (!o->gen.threads)
-        o->gen.threads = o->vp.threads * (unsigned)(ls ? atoi(ls) : 1);
+        o->gen.threads = o->vp.threads * (unsigned)local_size;
     zap_log_set_rank(rank);
 #ifdef ZAP_VERIFY_WITH_GPU
-    /* Ranks sharing a host each take their own GPU: local rank modulo the
-     * devices visible. */
-    {
-        MPI_Comm node;
-        int local = 0, ndev = zap_ed25519_gpu_device_count();
-        MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
-        MPI_Comm_rank(node, &local);
-        MPI_Comm_free(&node);
-        if (ndev > 0)
-            (void)zap_ed25519_gpu_use_device(local % ndev);
-    }
+    int ndev = zap_ed25519_gpu_device_count();
+    if (ndev > 0)
+        (void)zap_ed25519_gpu_use_device(local % ndev);
+#else
+    (void)local;
 #endif
     zap_transport_t *t = NULL;
     int code;
