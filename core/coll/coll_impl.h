@@ -35,6 +35,7 @@
 #include <stdint.h>
 #include "zap/coll.h"
 #include "transport/transport_impl.h"
+#include "base/config_table.h"
 
 #define ZAP_COLL_MAX_REQS 16
 #define ZAP_COLL_ALG_STATE_BYTES 256
@@ -42,25 +43,40 @@
 #define ZAP_COLL_COMM_ID_MAX 0x3ff /* bits 32..41; bit 42 is checksum mode's (core/transport/checksum.h) */
 #define ZAP_COLL_BOOT_ID 0 /* reserved for zap_comm_create's own exchange */
 #define ZAP_COLL_STEP_MAX 0xfff
-#define ZAP_COLL_RD_INLINE_STRIDE 256 /* header (128 B) + up to 128 B of payload */
+#define ZAP_COLL_RD_INLINE_STRIDE 256 /* header (64 B) + up to 192 B of payload */
 
-/* Header fields, exchanged as min[] and max[] arrays. */
+/* Header words, exchanged as min[] and max[]: three whole words and one of
+ * 8-bit lanes. 64 bytes in all, so an 8-byte allreduce's message (header and
+ * payload) stays within UCX's short-message size on shared memory, the
+ * cheapest path it has. The sequence number needs no field: it is in the tag. */
 enum {
-    ZAP_HDR_KIND, /* collective kind << 8 | algorithm */
-    ZAP_HDR_SEQ,
     ZAP_HDR_COUNT,
-    ZAP_HDR_DTYPE,
-    ZAP_HDR_OP,
-    ZAP_HDR_ROOT,
+    ZAP_HDR_ROOT,  /* (uint64_t)(int64_t)root; -1 when the collective has none */
     ZAP_HDR_EXTRA, /* hash of v-counts, or 0 */
-    ZAP_HDR_BAD,   /* 1 when a rank found its own arguments or a message wrong */
-    ZAP_HDR_NFIELDS
+    ZAP_HDR_LANES, /* ZAP_LANE_* fields, 8 bits each, min/max taken lane by lane */
+    ZAP_HDR_NWORDS
+};
+enum {
+    ZAP_LANE_KIND, /* collective kind */
+    ZAP_LANE_ALG,  /* algorithm (0xff: this rank failed before choosing one) */
+    ZAP_LANE_DTYPE,
+    ZAP_LANE_OP,
+    ZAP_LANE_BAD, /* 1 when a rank found its own arguments or a message wrong */
+    ZAP_LANE_N
 };
 
 typedef struct zap_coll_hdr {
-    uint64_t min[ZAP_HDR_NFIELDS];
-    uint64_t max[ZAP_HDR_NFIELDS];
+    uint64_t min[ZAP_HDR_NWORDS];
+    uint64_t max[ZAP_HDR_NWORDS];
 } zap_coll_hdr_t;
+_Static_assert(sizeof(zap_coll_hdr_t) == 64, "header size is part of the small-message budget");
+
+/* Marks a header bad (this rank's arguments or a received message wrong). */
+static inline void zap_coll_hdr_set_bad(zap_coll_hdr_t *h)
+{
+    h->min[ZAP_HDR_LANES] |= (uint64_t)1 << (8 * ZAP_LANE_BAD);
+    h->max[ZAP_HDR_LANES] |= (uint64_t)1 << (8 * ZAP_LANE_BAD);
+}
 
 typedef enum zap_coll_kind {
     ZAP_COLL_ALLREDUCE = 1,
@@ -117,13 +133,15 @@ struct zap_coll_op {
     zap_status_t status;        /* ZAP_INPROGRESS until complete */
     zap_status_t local_error;   /* this rank's own argument error, reported after agreement */
     zap_mem_kind_t mem;         /* where the user buffers live (host, managed, device) */
-    /* transport requests of the current step */
-    zap_request_t *reqs[ZAP_COLL_MAX_REQS];
-    size_t *rlen[ZAP_COLL_MAX_REQS];
-    zap_status_t *rst[ZAP_COLL_MAX_REQS]; /* where a receive's own status goes (NULL: fail the op) */
     int nreqs;
     zap_buf_t scratch;
     zap_buf_t scratch2;
+    /* Everything above is cleared when an operation is taken; the request
+     * slots below are written when a request is posted (only the first nreqs
+     * are ever read), so a small collective does not pay for clearing them. */
+    zap_request_t *reqs[ZAP_COLL_MAX_REQS];
+    size_t *rlen[ZAP_COLL_MAX_REQS];
+    zap_status_t *rst[ZAP_COLL_MAX_REQS]; /* where a receive's own status goes (NULL: fail the op) */
     zap_coll_hdr_t hdr_own;      /* this rank's header */
     zap_coll_rd_t rd;            /* the header exchange (and the rd allreduce) */
     struct zap_coll_op *next;    /* active or free list */
@@ -230,6 +248,12 @@ zap_status_t zap_allreduce_rd_init(zap_coll_op_t *op, const void *sendbuf, void 
 zap_status_t zap_bcast_binomial_init(zap_coll_op_t *op, void *buf, size_t bytes, int root);
 zap_status_t zap_bcast_scatter_allgather_init(zap_coll_op_t *op, void *buf, size_t bytes, int root);
 zap_status_t zap_bcast_chain_init(zap_coll_op_t *op, void *buf, size_t bytes, int root);
+
+/* ZAP_ALLREDUCE_ALG or ZAP_BCAST_ALG as an index (0: auto), read on every
+ * call (programs change them between calls) but parsed again only when its
+ * environment entry changed (comm.c); an unknown name is logged and
+ * ZAP_ERR_INVALID_PARAM. */
+zap_status_t zap_coll_alg_setting(zap_cfg_id_t id, int *idx_p);
 
 /* Bytes per pipeline segment (ZAP_COLL_PIPELINE_BYTES). */
 size_t zap_coll_pipeline_bytes(void);

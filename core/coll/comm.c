@@ -255,10 +255,10 @@ zap_status_t zap_coll_op_get(zap_comm_t *comm, zap_coll_kind_t kind, int alg, za
         if (op == NULL)
             return ZAP_ERR_NO_MEMORY;
     }
-    /* Clear the common fields; the engine's inline area and the algorithm
-     * state are initialised by whoever uses them. */
-    memset(op, 0, offsetof(zap_coll_op_t, rd));
-    memset(&op->rd, 0, offsetof(zap_coll_rd_t, inline_area));
+    /* Clear the common fields; the request slots, the engine's inline area
+     * and the algorithm state are initialised by whoever uses them. */
+    memset(op, 0, offsetof(zap_coll_op_t, reqs));
+    memset(&op->rd.buf, 0, sizeof(op->rd.buf));
     op->next = NULL;
     op->active = false;
     zap_request_base_init(&op->req, &comm->req_base, ZAP_REQ_SEND, -1, 0);
@@ -278,8 +278,11 @@ static void op_release_resources(zap_coll_op_t *op)
     for (int i = 0; i < op->nreqs; i++)
         zap_request_free(op->reqs[i]);
     op->nreqs = 0;
-    (void)zap_buf_free(&op->scratch);
-    (void)zap_buf_free(&op->scratch2);
+    /* Most small collectives hold no pool buffer at all. */
+    if (op->scratch.handle != 0)
+        (void)zap_buf_free(&op->scratch);
+    if (op->scratch2.handle != 0)
+        (void)zap_buf_free(&op->scratch2);
     zap_coll_rd_release(op);
 }
 
@@ -380,6 +383,28 @@ static zap_request_t *first_pending(zap_coll_op_t *op)
     return NULL;
 }
 
+/* The timeout's log line names the peer the operation was waiting for. */
+static zap_status_t timed_out(zap_coll_op_t *op)
+{
+    zap_comm_t *comm = op->comm;
+    zap_request_t *r = first_pending(op);
+    if (r != NULL)
+        zap_error("coll: rank %d: collective (seq %llu, kind %d) timed out on communicator %u waiting for %s "
+                  "transport rank %d",
+                  comm->rank, (unsigned long long)op->seq, (int)op->kind, comm->id,
+                  r->kind == ZAP_REQ_SEND ? "a send to" : "a receive from", r->peer);
+    else
+        zap_error("coll: rank %d: collective (seq %llu, kind %d) timed out on communicator %u", comm->rank,
+                  (unsigned long long)op->seq, (int)op->kind, comm->id);
+    return ZAP_ERR_TIMED_OUT;
+}
+
+/* Polls before the deadline is read: most small collectives finish within
+ * them, and reading the clock and ZAP_TIMEOUT (an environment lookup) cost
+ * as much as a small message. */
+#define ZAP_COLL_POLLS_BEFORE_DEADLINE 256
+
+/* deadline <= 0: ZAP_TIMEOUT from the first poll past the cheap ones. */
 static zap_status_t coll_req_wait(zap_request_t *req, double deadline)
 {
     zap_coll_op_t *op = (zap_coll_op_t *)req;
@@ -389,10 +414,12 @@ static zap_status_t coll_req_wait(zap_request_t *req, double deadline)
         comm_progress(comm);
         if (op->status != ZAP_INPROGRESS)
             return op->status;
-        if ((spins & 15) == 0 && zap_clock_now() > deadline) {
-            zap_error("coll: rank %d: collective (seq %llu, kind %d) timed out on communicator %u", comm->rank,
-                      (unsigned long long)op->seq, (int)op->kind, comm->id);
-            return ZAP_ERR_TIMED_OUT;
+        if ((spins >= ZAP_COLL_POLLS_BEFORE_DEADLINE || spins > comm->spins_before_yield) && (spins & 15) == 0) {
+            double now = zap_clock_now();
+            if (deadline <= 0)
+                deadline = now + zap_timeout_seconds();
+            else if (now > deadline)
+                return timed_out(op);
         }
         /* A transport that sleeps in wait (inproc: a condition variable) is
          * waited on when one operation is active. Otherwise poll: with several
@@ -405,6 +432,8 @@ static zap_status_t coll_req_wait(zap_request_t *req, double deadline)
                                      ? first_pending(op)
                                      : NULL;
         if (pending != NULL) {
+            if (deadline <= 0)
+                deadline = zap_clock_now() + zap_timeout_seconds();
             zap_status_t st = zap_request_wait_until(pending, deadline);
             if (st == ZAP_ERR_TIMED_OUT)
                 return st;
@@ -428,7 +457,7 @@ zap_status_t zap_coll_wait_free(zap_request_t *req)
 {
     zap_status_t st = ((zap_coll_op_t *)req)->status;
     if (st == ZAP_INPROGRESS)
-        st = coll_req_wait(req, zap_clock_now() + zap_timeout_seconds());
+        st = coll_req_wait(req, 0);
     coll_req_free(req);
     return st;
 }
@@ -441,7 +470,7 @@ zap_status_t zap_coll_op_run(zap_coll_op_t *op)
         return st;
     st = op->status;
     if (st == ZAP_INPROGRESS)
-        st = coll_req_wait(req, zap_clock_now() + zap_timeout_seconds());
+        st = coll_req_wait(req, 0);
     coll_req_free(req);
     return st;
 }
@@ -537,6 +566,70 @@ zap_status_t zap_coll_reduce(const zap_coll_op_t *op, zap_dtype_t dt, zap_op_t z
         return zap_cuda_reduce(dt, zop, dst, a, b, count);
     zap_reduce_cpu(dt, zop, dst, a, b, count);
     return ZAP_OK;
+}
+
+/* ZAP_ALLREDUCE_ALG and ZAP_BCAST_ALG are read on every call, and a getenv
+ * walks the whole environment (about a hundred entries under mpirun: a
+ * quarter of a small allreduce's own cost). The cache remembers, per thread
+ * and setting, where in environ the variable was found (or how long environ
+ * was when it was not) and trusts the remembered answer while environ still
+ * looks the same there: setenv and putenv replace the entry's pointer or
+ * append (making environ longer or moving it), unsetenv shifts the entries
+ * after the one removed. Only a program that rewrites an entry's characters
+ * in place would go unseen. */
+extern char **environ;
+
+typedef struct cfg_cache {
+    bool valid;
+    char **env;         /* environ when cached */
+    size_t slot;        /* index of the entry, or environ's length when absent */
+    const char *entry;  /* environ[slot] ("NAME=value"), or NULL when absent */
+    const char *last;   /* environ[slot - 1] when absent (NULL when environ was empty) */
+    int idx;
+} cfg_cache_t;
+
+static bool cache_holds(const cfg_cache_t *c)
+{
+    char **env = environ;
+    if (!c->valid || env != c->env)
+        return false;
+    if (c->entry != NULL)
+        return env[c->slot] == c->entry;
+    return env[c->slot] == NULL && (c->slot == 0 ? c->last == NULL : env[c->slot - 1] == c->last);
+}
+
+static void cache_fill(cfg_cache_t *c, const char *name, int idx)
+{
+    char **env = environ;
+    size_t n = strlen(name), i = 0;
+    c->valid = false;
+    if (env == NULL)
+        return;
+    for (; env[i] != NULL; i++)
+        if (strncmp(env[i], name, n) == 0 && env[i][n] == '=')
+            break;
+    c->env = env;
+    c->slot = i;
+    c->entry = env[i];
+    c->last = env[i] == NULL && i > 0 ? env[i - 1] : NULL;
+    c->idx = idx;
+    c->valid = true;
+}
+
+zap_status_t zap_coll_alg_setting(zap_cfg_id_t id, int *idx_p)
+{
+    static _Thread_local cfg_cache_t cache[2];
+    cfg_cache_t *c = &cache[id == ZAP_CFG_BCAST_ALG ? 1 : 0];
+    if (cache_holds(c)) {
+        *idx_p = c->idx;
+        return ZAP_OK;
+    }
+    zap_status_t st = zap_cfg_get_choice(id, idx_p);
+    if (st == ZAP_OK)
+        cache_fill(c, zap_cfg_name(id), *idx_p);
+    else
+        c->valid = false;
+    return st;
 }
 
 size_t zap_coll_pipeline_bytes(void)

@@ -59,7 +59,7 @@ void zap_coll_op_fail_local(zap_coll_op_t *op, zap_status_t st)
     (void)zap_buf_free(&op->scratch2);
     zap_coll_rd_release(op);
     op->local_error = st;
-    op->hdr_own.min[ZAP_HDR_BAD] = op->hdr_own.max[ZAP_HDR_BAD] = 1;
+    zap_coll_hdr_set_bad(&op->hdr_own);
     (void)zap_coll_rd_init(op, 0, NULL, 0, ZAP_DT_UINT8, ZAP_OP_SUM);
     op->agreeing = true;
     op->progress = NULL;

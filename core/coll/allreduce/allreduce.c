@@ -56,7 +56,7 @@ static int auto_alg(size_t bytes, int p)
 static zap_status_t choose(size_t bytes, int p, int *alg_p)
 {
     int idx = 0;
-    zap_status_t st = zap_cfg_get_choice(ZAP_CFG_ALLREDUCE_ALG, &idx);
+    zap_status_t st = zap_coll_alg_setting(ZAP_CFG_ALLREDUCE_ALG, &idx);
     if (st != ZAP_OK)
         return st;
     *alg_p = idx == 0 ? auto_alg(bytes, p) : idx - 1;

@@ -35,7 +35,7 @@ const size_t zap_bcast_nrows = sizeof(zap_bcast_rows) / sizeof(zap_bcast_rows[0]
 static zap_status_t choose(size_t bytes, int p, int *alg_p)
 {
     int idx = 0;
-    zap_status_t st = zap_cfg_get_choice(ZAP_CFG_BCAST_ALG, &idx);
+    zap_status_t st = zap_coll_alg_setting(ZAP_CFG_BCAST_ALG, &idx);
     if (st != ZAP_OK)
         return st;
     if (idx > 0) {

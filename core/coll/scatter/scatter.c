@@ -88,7 +88,7 @@ static zap_status_t scv_progress(zap_coll_op_t *op)
             break;
         case SCV_STATUS:
             if (s->truncated)
-                op->hdr_own.min[ZAP_HDR_BAD] = op->hdr_own.max[ZAP_HDR_BAD] = 1;
+                zap_coll_hdr_set_bad(&op->hdr_own);
             if ((st = zap_coll_rd_init(op, PHASE_STATUS, NULL, 0, ZAP_DT_UINT8, ZAP_OP_SUM)) != ZAP_OK)
                 return st;
             s->state = SCV_DONE;
