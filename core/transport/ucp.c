@@ -28,6 +28,7 @@
 #include "zap/ucp.h"
 #include "transport/transport_impl.h"
 #include "transport/ucp_tag.h"
+#include "transport/ucp_notice.h"
 #include "transport/ucp_worker.h"
 #include "pool/backing.h"
 #include "base/config_table.h"
@@ -69,8 +70,10 @@ typedef struct ucp_peer {
     int rank;
     ucp_ep_h ep;
     int peer_errors;     /* ep created with UCX peer error handling */
-    int failed;          /* set by UCX's error callback */
+    int failed;          /* set by UCX's error callback or a failure notice */
     int failure_handled; /* endpoint closed, its receives failed */
+    ucs_status_t fail_status; /* UCX's reason, logged by handle_failures */
+    int reported_by;     /* failed only by a notice from this rank; else -1 */
 } ucp_peer_t;
 
 typedef struct ucp_req {
@@ -89,6 +92,10 @@ struct ucp_transport {
     spin_t lock;
     ucp_peer_t *peers;
     int failures_pending;
+    int first_failed;  /* the rank that failed first, as far as known; -1 */
+    int notified;      /* this rank has sent its failure notices */
+    unsigned polls;    /* progress calls, to look for notices now and then */
+    zap_ucp_notice_t notice;
     int hook_slot; /* -1: hooks not installed */
     int staging;   /* prefetch managed memory to the host first */
     zap_mem_kind_t pool_kind;
@@ -238,12 +245,64 @@ static void peer_error_cb(void *arg, ucp_ep_h ep, ucs_status_t s)
     if (p->failed)
         return;
     p->failed = 1;
+    p->fail_status = s;
+    p->reported_by = -1;
     p->t->failures_pending = 1;
     if (p->t->closing) /* the peer closed its side after the close barrier */
         zap_debug("ucp: rank %d: peer rank %d went away during close: %s", p->t->base.rank, p->rank,
                   ucs_status_string(s));
+    /* Otherwise handle_failures logs it, once it has read the notices that
+     * may name the rank that failed first. */
+}
+
+/* Reads the failure notices peers left before leaving (ucp_notice.h); the
+ * ranks they name are failed here too. */
+static void take_notices(ucp_transport_t *u)
+{
+    int failed, from;
+    while (zap_ucp_notice_take(u->w.worker, &u->notice, u->base.size, &failed, &from)) {
+        if (failed == u->base.rank)
+            continue; /* a rank that found this one slow; this one knows better */
+        if (u->first_failed < 0)
+            u->first_failed = failed;
+        ucp_peer_t *p = &u->peers[failed];
+        if (!p->failed) {
+            p->failed = 1;
+            p->reported_by = from;
+        }
+    }
+}
+
+static void log_failure(ucp_transport_t *u, int i)
+{
+    ucp_peer_t *p = &u->peers[i];
+    if (p->reported_by >= 0)
+        zap_error("ucp: rank %d: peer rank %d failed (failure notice from rank %d)", u->base.rank, i,
+                  p->reported_by);
+    else if (u->first_failed == i)
+        zap_error("ucp: rank %d: peer rank %d failed: %s", u->base.rank, i, ucs_status_string(p->fail_status));
     else
-        zap_error("ucp: rank %d: peer rank %d failed: %s", p->t->base.rank, p->rank, ucs_status_string(s));
+        zap_error("ucp: rank %d: peer rank %d went away (%s) after peer rank %d failed first", u->base.rank, i,
+                  ucs_status_string(p->fail_status), u->first_failed);
+}
+
+static zap_status_t peer_ep(ucp_transport_t *u, int peer, ucp_ep_h *ep_p);
+
+/* Once per transport, on the first failure: tells every live peer which rank
+ * failed first, before this rank's error reaches its caller. */
+static void send_notices(ucp_transport_t *u)
+{
+    u->notified = 1;
+    int n = u->base.size;
+    ucp_ep_h *eps = calloc((size_t)n, sizeof(*eps));
+    if (eps == NULL)
+        return;
+    for (int i = 0; i < n; i++)
+        if (i != u->base.rank && !u->peers[i].failed && peer_ep(u, i, &eps[i]) != ZAP_OK)
+            eps[i] = NULL;
+    double wait = zap_timeout_seconds() < 0.2 ? zap_timeout_seconds() : 0.2;
+    zap_ucp_notice_send(u->w.worker, &u->notice, u->base.rank, u->first_failed, eps, n, zap_clock_now() + wait);
+    free(eps);
 }
 
 /* After progress: closes the endpoints of failed peers and fails the
@@ -254,11 +313,18 @@ static void handle_failures(ucp_transport_t *u)
     if (!u->failures_pending)
         return;
     u->failures_pending = 0;
+    if (!u->closing)
+        take_notices(u);
     for (int i = 0; i < u->base.size; i++) {
         ucp_peer_t *p = &u->peers[i];
         if (!p->failed || p->failure_handled)
             continue;
         p->failure_handled = 1;
+        if (!u->closing) {
+            if (u->first_failed < 0)
+                u->first_failed = i;
+            log_failure(u, i);
+        }
         if (p->ep != NULL) {
             ucp_request_param_t cp = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS, .flags = UCP_EP_CLOSE_FLAG_FORCE};
             ucs_status_ptr_t cr = ucp_ep_close_nbx(p->ep, &cp);
@@ -274,11 +340,19 @@ static void handle_failures(ucp_transport_t *u)
             ucp_request_cancel(u->w.worker, r->ucx);
         }
     }
+    if (!u->closing && !u->notified && u->first_failed >= 0)
+        send_notices(u);
 }
 
 static void progress_locked(ucp_transport_t *u)
 {
     ucp_worker_progress(u->w.worker);
+    /* Now and then (a probe of the unexpected queue, every 4096 progress
+     * calls) look for failure notices: a rank waiting on a peer whose death
+     * UCX has not reported (a connection still being retried) learns it from
+     * the rank that noticed. */
+    if ((++u->polls & 4095) == 0 && !u->closing && zap_ucp_notice_waiting(u->w.worker))
+        u->failures_pending = 1;
     handle_failures(u);
 }
 
@@ -305,6 +379,17 @@ static zap_status_t peer_ep(ucp_transport_t *u, int peer, ucp_ep_h *ep_p)
                      u->base.rank);
             want = 0;
             st = zap_ucp_ep_create(&u->w, peer, 0, NULL, NULL, &p->ep);
+        }
+        if (st == ZAP_ERR_PEER_FAILED && !u->closing) {
+            /* Its worker is gone (connection refused): a failure like one
+             * UCX reports later, and the other ranks are told now, before
+             * the caller sees the error and perhaps leaves. */
+            p->ep = NULL;
+            p->failed = 1;
+            p->fail_status = UCS_ERR_UNREACHABLE;
+            p->reported_by = -1;
+            u->failures_pending = 1;
+            handle_failures(u);
         }
         if (st != ZAP_OK)
             return st;
@@ -772,6 +857,7 @@ zap_status_t zap_ucp_transport_create(MPI_Comm comm, zap_pool_t *pool, zap_trans
     zap_log_set_rank(u->w.rank);
     u->staging = staging != 2; /* auto|prefetch|none */
     u->hook_slot = -1;
+    u->first_failed = -1;
     u->pending.next = u->pending.prev = &u->pending;
     atomic_flag_clear(&u->lock.f);
     u->peers = calloc((size_t)u->w.size, sizeof(ucp_peer_t));

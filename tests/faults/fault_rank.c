@@ -46,12 +46,18 @@ static int g_kill_rank = -1;
  * failed peer ("rank K" after "peer", "from", "to" ...): any mention counts. */
 static volatile int g_named;
 static char g_needle[32];
+/* Set when the transport logged a dead peer or a close whose barrier some
+ * rank never reached: MPI_Finalize would then wait for the dead rank. */
+static volatile int g_peer_gone;
 
 static void sink(void *ctx, zap_log_level_t level, const char *line)
 {
     (void)ctx;
     if (level <= ZAP_LOG_ERROR && g_needle[0] && strstr(line, g_needle) != NULL)
         g_named = 1;
+    if (level <= ZAP_LOG_WARN && (strstr(line, "failed") != NULL || strstr(line, "reached close") != NULL ||
+                                  strstr(line, "went away") != NULL))
+        g_peer_gone = 1;
 }
 
 static double realtime(void)
@@ -94,6 +100,18 @@ static void leave(int code)
     fflush(stdout);
     fflush(stderr);
     _exit(code);
+}
+
+/* Bounds MPI_Finalize: with a rank that died after the last collective, Open
+ * MPI's finalize (a fence over every process) never returns. */
+static void *finalize_watchdog(void *arg)
+{
+    double secs = *(double *)arg;
+    usleep((useconds_t)(secs * 1e6));
+    fprintf(stderr, "zap-fault-rank: rank %d: MPI_Finalize did not return within %.1f s; leaving without it\n",
+            g_rank, secs);
+    leave(0);
+    return NULL;
 }
 
 static void report_error(int iter, const char *op, zap_status_t st)
@@ -304,6 +322,18 @@ int main(int argc, char **argv)
     free(p2p_r);
     zap_comm_destroy(comm);
     zap_transport_close(t);
+    /* The results are in; what is left is teardown, which must end even when
+     * a rank died late (after its last collective): then Open MPI's finalize
+     * would wait for it forever. */
+    if (g_peer_gone) {
+        fprintf(stderr, "zap-fault-rank: rank %d: a peer went away; leaving without MPI_Finalize\n", g_rank);
+        leave(0);
+    }
+    static double fin_secs;
+    fin_secs = zap_timeout_seconds() + 1.0;
+    pthread_t wd;
+    if (pthread_create(&wd, NULL, finalize_watchdog, &fin_secs) == 0)
+        pthread_detach(wd);
     MPI_Finalize();
     return 0;
 }

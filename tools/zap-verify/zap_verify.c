@@ -388,22 +388,45 @@ typedef struct run_ctx {
      * which may take longer than ZAP_TIMEOUT; neither wait has a deadline of
      * its own, the root's load is bounded by its own work. */
     void (*loaded)(struct run_ctx *c);
+    zap_transport_t *t; /* MPI path: the root's message ends that wait */
     pthread_barrier_t barrier; /* inproc */
 } run_ctx_t;
 
 static void loaded_inproc(run_ctx_t *c) { pthread_barrier_wait(&c->barrier); }
-/* MPI_Barrier busy-polls in Open MPI, so three ranks waiting for the root
- * would take the cores it generates on: wait in an Ibarrier tested every
- * 2 ms instead (the sleep is the point: it gives the CPU away). */
+/* Non-root ranks wait for a 0-byte message the root sends each of them once
+ * the batch is loaded or generated. Over the transport, not an MPI barrier:
+ * a root that dies while loading then shows up as a failed peer on the
+ * receive (a barrier with a dead member waits forever), and a non-root rank
+ * that dies meanwhile holds nobody up (the job's collectives report it). The
+ * receive is tested every 2 ms with a sleep between (MPI_Barrier busy-polls
+ * in Open MPI), so the waiting ranks leave the cores to the root's generator. */
+#define LOADED_TAG 0x7a76
 static void loaded_mpi(run_ctx_t *c)
 {
-    (void)c;
-    MPI_Request req;
-    int done = 0;
+    zap_transport_t *t = c->t;
+    const int root = c->o->vp.root, rank = zap_transport_rank(t), size = zap_transport_size(t);
+    if (rank == root) {
+        for (int r = 0; r < size; r++) {
+            zap_request_t *req = NULL;
+            /* A send that fails (a dead rank) is the job's to report. */
+            if (r != root && zap_transport_isend(t, r, LOADED_TAG, NULL, 0, &req) == ZAP_OK)
+                zap_request_free(req);
+        }
+        return;
+    }
     struct timespec ts = {0, 2 * 1000 * 1000};
-    MPI_Ibarrier(MPI_COMM_WORLD, &req);
-    for (MPI_Test(&req, &done, MPI_STATUS_IGNORE); !done; MPI_Test(&req, &done, MPI_STATUS_IGNORE))
+    zap_request_t *req = NULL;
+    int done = 0;
+    zap_status_t s = zap_transport_irecv(t, root, LOADED_TAG, NULL, 0, &req);
+    while (s == ZAP_OK && (s = zap_request_test(req, &done)) == ZAP_OK && !done)
         nanosleep(&ts, NULL);
+    zap_request_free(req);
+    if (s != ZAP_OK) {
+        fprintf(stderr, "zap-verify: rank %d: waiting for the root (rank %d) to load the batch: %s\n", rank, root,
+                zap_status_string(s));
+        fflush(NULL);
+        _exit(EXIT_ERROR); /* as after a lost peer (main) */
+    }
 }
 
 /* Completes an MPI request within ZAP_TIMEOUT; otherwise a peer has died or
@@ -568,6 +591,7 @@ static int rank_main(run_ctx_t *c, zap_transport_t *t)
     zap_status_t s = zap_comm_create(t, &comm);
     if (s != ZAP_OK) {
         fprintf(stderr, "zap-verify: rank %d: communicator: %s\n", rank, zap_status_string(s));
+        c->peer_lost = s == ZAP_ERR_PEER_FAILED || s == ZAP_ERR_TIMED_OUT;
         zap_buf_free(&batch);
         return EXIT_ERROR;
     }
@@ -760,9 +784,16 @@ static int cmd_run(opts_t *o, int *argc, char ***argv)
         MPI_Finalize();
         return EXIT_ERROR;
     }
+    c.t = t;
     code = rank_main(&c, t);
-    if (c.peer_lost)
-        MPI_Abort(MPI_COMM_WORLD, EXIT_ERROR); /* a barrier with a dead rank would only wait */
+    if (c.peer_lost) {
+        /* A barrier with a dead rank would only wait: leave without MPI.
+         * Not MPI_Abort: that kills the other survivors before they report
+         * their own error; mpirun ends the job anyway unless it runs with
+         * --enable-recovery, which is what the kill trials check. */
+        fflush(NULL);
+        _exit(code);
+    }
     /* Close only once every rank is done with the transport, so no rank sees
      * a peer's endpoint vanish mid-flight; a dead rank ends the job here. */
     MPI_Request done_req;
