@@ -84,6 +84,16 @@ static const cfg_row_t rows[] = {
                                 "H200 host the GPU passes 16-core libsodium at ~512 items and is 1.7x "
                                 "faster at 1024 (docs/ed25519.md, Crossover)."},
                                CFG_UINT, NULL, 0, UINT64_MAX},
+    [ZAP_CFG_COLL_GPU_PATH] = {{"ZAP_COLL_GPU_PATH", "auto", "auto|ipc|off",
+                                "Allreduce and broadcast on managed or device buffers of ranks on one host: "
+                                "move the data GPU to GPU through CUDA IPC staging buffers (auto: from "
+                                "ZAP_COLL_GPU_MIN_BYTES, ipc: at every size) or always through the host "
+                                "transport (off). Must be the same on every rank."},
+                               CFG_CHOICE, "auto|ipc|off", 0, 0},
+    [ZAP_CFG_COLL_GPU_MIN_BYTES] = {{"ZAP_COLL_GPU_MIN_BYTES", "64K", "bytes, 0 to 1T",
+                                     "Smallest allreduce or broadcast that takes the GPU path under "
+                                     "ZAP_COLL_GPU_PATH=auto."},
+                                    CFG_SIZE, NULL, 0, 1024 * GiB},
 };
 
 _Static_assert(sizeof(rows) / sizeof(rows[0]) == ZAP_CFG_COUNT, "one row per zap_cfg_id_t");

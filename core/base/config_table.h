@@ -25,6 +25,8 @@ typedef enum zap_cfg_id {
     ZAP_CFG_VERIFIER,
     ZAP_CFG_VERIFY_THREADS,
     ZAP_CFG_GPU_MIN_ITEMS,
+    ZAP_CFG_COLL_GPU_PATH,
+    ZAP_CFG_COLL_GPU_MIN_BYTES,
     ZAP_CFG_COUNT
 } zap_cfg_id_t;
 

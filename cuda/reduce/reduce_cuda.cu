@@ -3,9 +3,10 @@
  * pages are reduced where they live instead of being dragged to the host.
  *
  * Launch shape: a grid-stride loop, 256 threads per block, at most 4096
- * blocks; one element per thread per iteration. The kernels run on the legacy
- * default stream and the call waits for them (the collectives' steps are
- * synchronous with respect to their data). Semantics match the CPU loops in
+ * blocks; one element per thread per iteration. zap_cuda_reduce runs them on
+ * the legacy default stream and waits (the host algorithms' steps are
+ * synchronous with respect to their data); zap_cuda_reduce_async queues them
+ * on the staged path's stream. Semantics match the CPU loops in
  * core/coll/reduce/reduce_cpu.c bit for bit: integer sum and product wrap
  * (computed unsigned), float min/max return a unless b is strictly
  * smaller/larger, float16/bfloat16 combine in float and round to nearest
@@ -16,6 +17,7 @@
 #include <stdint.h>
 extern "C" {
 #include "coll/reduce/reduce.h"
+#include "coll/staging/stage_gpu.h"
 #include "base/log.h"
 }
 
@@ -122,8 +124,9 @@ extern "C" zap_status_t zap_cuda_copy(void *dst, const void *src, size_t bytes)
     return check(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault), "cudaMemcpy (collective copy)");
 }
 
-extern "C" zap_status_t zap_cuda_reduce(zap_dtype_t dt, zap_op_t op, void *dst, const void *a, const void *b,
-                                        size_t n)
+/* Launches the kernel for dt on stream without waiting. */
+static zap_status_t launch(cudaStream_t stream, zap_dtype_t dt, zap_op_t op, void *dst, const void *a, const void *b,
+                           size_t n)
 {
     if (n == 0)
         return ZAP_OK;
@@ -131,22 +134,38 @@ extern "C" zap_status_t zap_cuda_reduce(zap_dtype_t dt, zap_op_t op, void *dst, 
     size_t want = (n + threads - 1) / threads;
     unsigned blocks = want > 4096 ? 4096u : (unsigned)want;
     switch (dt) {
-    case ZAP_DT_INT8: reduce_int_kernel<int8_t><<<blocks, threads>>>(op, (int8_t *)dst, (const int8_t *)a, (const int8_t *)b, n); break;
-    case ZAP_DT_INT16: reduce_int_kernel<int16_t><<<blocks, threads>>>(op, (int16_t *)dst, (const int16_t *)a, (const int16_t *)b, n); break;
-    case ZAP_DT_INT32: reduce_int_kernel<int32_t><<<blocks, threads>>>(op, (int32_t *)dst, (const int32_t *)a, (const int32_t *)b, n); break;
-    case ZAP_DT_INT64: reduce_int_kernel<int64_t><<<blocks, threads>>>(op, (int64_t *)dst, (const int64_t *)a, (const int64_t *)b, n); break;
-    case ZAP_DT_UINT8: reduce_int_kernel<uint8_t><<<blocks, threads>>>(op, (uint8_t *)dst, (const uint8_t *)a, (const uint8_t *)b, n); break;
-    case ZAP_DT_UINT16: reduce_int_kernel<uint16_t><<<blocks, threads>>>(op, (uint16_t *)dst, (const uint16_t *)a, (const uint16_t *)b, n); break;
-    case ZAP_DT_UINT32: reduce_int_kernel<uint32_t><<<blocks, threads>>>(op, (uint32_t *)dst, (const uint32_t *)a, (const uint32_t *)b, n); break;
-    case ZAP_DT_UINT64: reduce_int_kernel<uint64_t><<<blocks, threads>>>(op, (uint64_t *)dst, (const uint64_t *)a, (const uint64_t *)b, n); break;
-    case ZAP_DT_FLOAT16: reduce_half_kernel<<<blocks, threads>>>(op, (__half *)dst, (const __half *)a, (const __half *)b, n); break;
-    case ZAP_DT_BFLOAT16: reduce_bf16_kernel<<<blocks, threads>>>(op, (__nv_bfloat16 *)dst, (const __nv_bfloat16 *)a, (const __nv_bfloat16 *)b, n); break;
-    case ZAP_DT_FLOAT32: reduce_float_kernel<float><<<blocks, threads>>>(op, (float *)dst, (const float *)a, (const float *)b, n); break;
-    case ZAP_DT_FLOAT64: reduce_float_kernel<double><<<blocks, threads>>>(op, (double *)dst, (const double *)a, (const double *)b, n); break;
+    case ZAP_DT_INT8: reduce_int_kernel<int8_t><<<blocks, threads, 0, stream>>>(op, (int8_t *)dst, (const int8_t *)a, (const int8_t *)b, n); break;
+    case ZAP_DT_INT16: reduce_int_kernel<int16_t><<<blocks, threads, 0, stream>>>(op, (int16_t *)dst, (const int16_t *)a, (const int16_t *)b, n); break;
+    case ZAP_DT_INT32: reduce_int_kernel<int32_t><<<blocks, threads, 0, stream>>>(op, (int32_t *)dst, (const int32_t *)a, (const int32_t *)b, n); break;
+    case ZAP_DT_INT64: reduce_int_kernel<int64_t><<<blocks, threads, 0, stream>>>(op, (int64_t *)dst, (const int64_t *)a, (const int64_t *)b, n); break;
+    case ZAP_DT_UINT8: reduce_int_kernel<uint8_t><<<blocks, threads, 0, stream>>>(op, (uint8_t *)dst, (const uint8_t *)a, (const uint8_t *)b, n); break;
+    case ZAP_DT_UINT16: reduce_int_kernel<uint16_t><<<blocks, threads, 0, stream>>>(op, (uint16_t *)dst, (const uint16_t *)a, (const uint16_t *)b, n); break;
+    case ZAP_DT_UINT32: reduce_int_kernel<uint32_t><<<blocks, threads, 0, stream>>>(op, (uint32_t *)dst, (const uint32_t *)a, (const uint32_t *)b, n); break;
+    case ZAP_DT_UINT64: reduce_int_kernel<uint64_t><<<blocks, threads, 0, stream>>>(op, (uint64_t *)dst, (const uint64_t *)a, (const uint64_t *)b, n); break;
+    case ZAP_DT_FLOAT16: reduce_half_kernel<<<blocks, threads, 0, stream>>>(op, (__half *)dst, (const __half *)a, (const __half *)b, n); break;
+    case ZAP_DT_BFLOAT16: reduce_bf16_kernel<<<blocks, threads, 0, stream>>>(op, (__nv_bfloat16 *)dst, (const __nv_bfloat16 *)a, (const __nv_bfloat16 *)b, n); break;
+    case ZAP_DT_FLOAT32: reduce_float_kernel<float><<<blocks, threads, 0, stream>>>(op, (float *)dst, (const float *)a, (const float *)b, n); break;
+    case ZAP_DT_FLOAT64: reduce_float_kernel<double><<<blocks, threads, 0, stream>>>(op, (double *)dst, (const double *)a, (const double *)b, n); break;
     default: return ZAP_ERR_INVALID_PARAM;
     }
-    zap_status_t st = check(cudaGetLastError(), "reduction kernel launch");
+    return check(cudaGetLastError(), "reduction kernel launch");
+}
+
+extern "C" zap_status_t zap_cuda_reduce(zap_dtype_t dt, zap_op_t op, void *dst, const void *a, const void *b,
+                                        size_t n)
+{
+    if (n == 0)
+        return ZAP_OK;
+    zap_status_t st = launch(0, dt, op, dst, a, b, n);
     if (st != ZAP_OK)
         return st;
     return check(cudaDeviceSynchronize(), "reduction kernel");
+}
+
+/* The staged collective path (core/coll/staging) queues reductions behind its
+ * copies on its own stream and waits on an event instead. */
+extern "C" zap_status_t zap_cuda_reduce_async(void *stream, zap_dtype_t dt, zap_op_t op, void *dst, const void *a,
+                                              const void *b, size_t n)
+{
+    return launch((cudaStream_t)stream, dt, op, dst, a, b, n);
 }

@@ -23,7 +23,9 @@
  * (needs a CUDA-aware UCX). For managed and device a further column gives the
  * host-staging copy bandwidth (cudaMemcpy device to pinned host, same bytes),
  * the yardstick for GPU-resident collectives; MPI runs on host and managed
- * buffers only unless --mpi-device. */
+ * buffers only unless --mpi-device. The alg column reads "gpu" when zap's
+ * calls took the GPU-resident path (core/coll/staging; counted, not assumed),
+ * "gpu+host" when some of them fell back to the host algorithms. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +33,7 @@
 #include "perf_common.h"
 #include "zap/coll.h"
 #include "zap/ucp.h"
+#include "coll/staging/stage.h"
 #ifdef ZAP_PERF_HAVE_CUDA
 #include <cuda_runtime.h>
 #endif
@@ -450,12 +453,17 @@ int perf_coll_main(int argc, char **argv)
             long warmup = o.warmup ? o.warmup : (iters / 10 > 2 ? iters / 10 : 2);
             ctx_t c = {IMPL_ZAP, op, comm, &b, count, o.root};
             result_t z = {0}, m = {0};
+            uint64_t gpu0, fb0, gpu1, fb1; /* GPU-resident path (core/coll/staging): did zap's calls take it? */
+            zap_stage_counts(&gpu0, &fb0);
             measure(&c, iters, warmup, &z);
+            zap_stage_counts(&gpu1, &fb1);
             if (use_mpi) {
                 c.impl = IMPL_MPI;
                 measure(&c, iters, warmup, &m);
             }
             const char *alg = o.alg ? o.alg : zap_coll_auto_algorithm(op == OP_ALLREDUCE ? "allreduce" : "bcast", bytes, g_size);
+            if (gpu1 > gpu0)
+                alg = fb1 > fb0 ? "gpu+host" : "gpu"; /* peer copies over CUDA IPC; "+host": some fell back */
             double stage = 0, nccl_us = 0, nccl_busbw = 0;
 #ifdef ZAP_PERF_HAVE_CUDA
             if (kind != 0)

@@ -20,6 +20,7 @@
 #include "coll/coll_impl.h"
 #include "coll/reduce/reduce.h"
 #include "coll/selection.h"
+#include "coll/staging/stage.h"
 #include "base/config_table.h"
 #include "base/log.h"
 #include <stdint.h>
@@ -101,8 +102,10 @@ static zap_status_t post(zap_comm_t *comm, const void *sendbuf, void *recvbuf, s
     } else {
         const void *src = sendbuf == ZAP_IN_PLACE ? recvbuf : sendbuf;
         op->mem = zap_coll_mem_kind(comm, recvbuf, count * esize);
+        bool staged = zap_stage_wanted(op, count * esize); /* GPU-resident path, staging/stage.h */
         zap_coll_hdr_init(op, count, dt, zop, -1, 0, false);
-        switch (alg) {
+        switch (staged ? -1 : alg) {
+        case -1: st = zap_stage_allreduce_init(op, src, recvbuf, count, dt, zop, alg); break;
         case ZAP_AR_RABENSEIFNER: st = zap_allreduce_rabenseifner_init(op, src, recvbuf, count, dt, zop); break;
         case ZAP_AR_RING: st = zap_allreduce_ring_init(op, src, recvbuf, count, dt, zop); break;
         default: st = zap_allreduce_rd_init(op, src, recvbuf, count, dt, zop); break;

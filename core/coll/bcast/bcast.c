@@ -13,6 +13,7 @@
  * bytes, so every algorithm gives identical bytes trivially. */
 #include "coll/coll_impl.h"
 #include "coll/selection.h"
+#include "coll/staging/stage.h"
 #include "base/config_table.h"
 #include "base/log.h"
 #include <stdint.h>
@@ -75,13 +76,15 @@ zap_status_t zap_ibcast(zap_comm_t *comm, void *buf, size_t count, zap_dtype_t d
     zap_status_t st = zap_coll_op_get(comm, ZAP_COLL_BCAST, local == ZAP_OK ? alg : 0xff, &op);
     if (st != ZAP_OK)
         return st;
+    bool staged = local == ZAP_OK && zap_stage_wanted(op, count * esize); /* GPU-resident path, staging/stage.h */
     zap_coll_hdr_init(op, count, dt, ZAP_OP_SUM, root, 0, local != ZAP_OK);
     if (local != ZAP_OK) {
         zap_coll_op_fail_local(op, local);
     } else {
         size_t bytes = count * esize;
         op->mem = zap_coll_mem_kind(comm, buf, bytes);
-        switch (alg) {
+        switch (staged ? -1 : alg) {
+        case -1: st = zap_stage_bcast_init(op, buf, bytes, root, alg); break;
         case ZAP_BC_SCATTER_ALLGATHER: st = zap_bcast_scatter_allgather_init(op, buf, bytes, root); break;
         case ZAP_BC_CHAIN: st = zap_bcast_chain_init(op, buf, bytes, root); break;
         default: st = zap_bcast_binomial_init(op, buf, bytes, root); break;

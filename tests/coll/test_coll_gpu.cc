@@ -1,0 +1,344 @@
+// GPU parts of the collectives on a real device: the cuda/reduce kernels
+// against the CPU loops bit for bit, and the GPU-resident path
+// (core/coll/staging) over the in-process transport, whose ranks are threads
+// of one process sharing one GPU, against a CPU reduction in the same rank
+// order. Every case skips, saying why, where there is no CUDA device.
+#include <gtest/gtest.h>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+#include "coll/coll_harness.h"
+extern "C" {
+#include "coll/reduce/reduce.h"
+#include "coll/staging/stage.h"
+#include "coll/staging/stage_gpu.h"
+}
+#ifdef ZAP_TEST_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
+
+using namespace colltest;
+
+namespace {
+
+#ifdef ZAP_TEST_HAVE_CUDA
+#define REQUIRE_GPU()                                                                                  \
+    do {                                                                                               \
+        if (!zap_stage_device_present()) {                                                             \
+            std::printf("skipped: no CUDA device\n");                                                  \
+            GTEST_SKIP() << "no CUDA device";                                                          \
+        }                                                                                              \
+    } while (0)
+#else
+#define REQUIRE_GPU()                                                                                  \
+    do {                                                                                               \
+        std::printf("skipped: zap built without CUDA\n");                                              \
+        GTEST_SKIP() << "zap built without CUDA";                                                      \
+    } while (0)
+#endif
+
+#ifdef ZAP_TEST_HAVE_CUDA
+// Inputs with inexact float values, so a different reduction order would show
+// in the bits; finite everywhere (NaN payloads are not part of the contract).
+void fill_any(zap_dtype_t dt, int r, uint64_t seed, void *p, size_t count)
+{
+    for (size_t i = 0; i < count; i++) {
+        uint64_t h = mix(seed * 1000003 + (uint64_t)r * 7919 + i);
+        double v = ((double)(h >> 11) / (double)(1ull << 53) - 0.5) * 3.0; // (-1.5, 1.5)
+        switch (dt) {
+        case ZAP_DT_FLOAT16: ((uint16_t *)p)[i] = zap_float_to_half((float)v); break;
+        case ZAP_DT_BFLOAT16: ((uint16_t *)p)[i] = zap_float_to_bf16((float)v); break;
+        case ZAP_DT_FLOAT32: ((float *)p)[i] = (float)v; break;
+        case ZAP_DT_FLOAT64: ((double *)p)[i] = v; break;
+        default: std::memcpy((uint8_t *)p + i * dsize(dt), &h, dsize(dt)); break;
+        }
+    }
+}
+
+const zap_dtype_t kAllTypes[] = {ZAP_DT_INT8,   ZAP_DT_INT16,   ZAP_DT_INT32,   ZAP_DT_INT64,
+                                 ZAP_DT_UINT8,  ZAP_DT_UINT16,  ZAP_DT_UINT32,  ZAP_DT_UINT64,
+                                 ZAP_DT_FLOAT16, ZAP_DT_BFLOAT16, ZAP_DT_FLOAT32, ZAP_DT_FLOAT64};
+
+void *managed(size_t bytes)
+{
+    void *p = nullptr;
+    EXPECT_EQ(cudaSuccess, cudaMallocManaged(&p, bytes ? bytes : 1));
+    return p;
+}
+
+// Sets ZAP_COLL_GPU_PATH for the scope of a test.
+struct PathSetting {
+    explicit PathSetting(const char *v) { setenv("ZAP_COLL_GPU_PATH", v, 1); }
+    ~PathSetting() { unsetenv("ZAP_COLL_GPU_PATH"); }
+};
+
+// CPU reference: ((in_0 op in_1) op in_2) ..., the path's fixed order.
+std::vector<uint8_t> ordered_reference(zap_dtype_t dt, zap_op_t op, const std::vector<std::vector<uint8_t>> &in,
+                                       size_t count)
+{
+    std::vector<uint8_t> acc(in[0]);
+    for (size_t r = 1; r < in.size(); r++)
+        zap_reduce_cpu(dt, op, acc.data(), acc.data(), in[r].data(), count);
+    return acc;
+}
+#endif
+
+TEST(CudaReduce, KernelsMatchCpuBitForBit)
+{
+    REQUIRE_GPU();
+#ifdef ZAP_TEST_HAVE_CUDA
+    const size_t counts[] = {1, 7, 4099, (1u << 20) + 3}; // odd counts; the last spans many grid strides
+    for (zap_dtype_t dt : kAllTypes) {
+        for (int o = 0; o < ZAP_OP_COUNT; o++) {
+            zap_op_t op = (zap_op_t)o;
+            if (!zap_reduce_supported(dt, op))
+                continue;
+            for (size_t n : counts) {
+                size_t bytes = n * dsize(dt);
+                std::vector<uint8_t> a(bytes), b(bytes), want(bytes), got(bytes);
+                fill_any(dt, 0, 11 + o, a.data(), n);
+                fill_any(dt, 1, 11 + o, b.data(), n);
+                zap_reduce_cpu(dt, op, want.data(), a.data(), b.data(), n);
+                void *da = managed(bytes), *db = managed(bytes);
+                std::memcpy(da, a.data(), bytes);
+                std::memcpy(db, b.data(), bytes);
+                // Synchronous form, result written over a (as the host algorithms do).
+                ASSERT_EQ(ZAP_OK, zap_cuda_reduce(dt, op, da, da, db, n)) << "dt " << dt << " op " << o;
+                std::memcpy(got.data(), da, bytes);
+                EXPECT_EQ(0, std::memcmp(want.data(), got.data(), bytes)) << "dt " << dt << " op " << o << " n " << n;
+                // Asynchronous form on a stream, into device memory.
+                void *dd = nullptr;
+                ASSERT_EQ(cudaSuccess, cudaMalloc(&dd, bytes));
+                std::memcpy(da, a.data(), bytes);
+                cudaStream_t s;
+                ASSERT_EQ(cudaSuccess, cudaStreamCreate(&s));
+                ASSERT_EQ(ZAP_OK, zap_cuda_reduce_async(s, dt, op, dd, da, db, n));
+                ASSERT_EQ(cudaSuccess, cudaStreamSynchronize(s));
+                ASSERT_EQ(cudaSuccess, cudaMemcpy(got.data(), dd, bytes, cudaMemcpyDeviceToHost));
+                EXPECT_EQ(0, std::memcmp(want.data(), got.data(), bytes)) << "async dt " << dt << " op " << o;
+                cudaStreamDestroy(s);
+                cudaFree(dd);
+                cudaFree(da);
+                cudaFree(db);
+            }
+        }
+    }
+#endif
+}
+
+TEST(CudaReduce, PointerKinds)
+{
+    REQUIRE_GPU();
+#ifdef ZAP_TEST_HAVE_CUDA
+    void *m = managed(64), *d = nullptr, *h = nullptr;
+    ASSERT_EQ(cudaSuccess, cudaMalloc(&d, 64));
+    ASSERT_EQ(cudaSuccess, cudaMallocHost(&h, 64));
+    int local = 0;
+    EXPECT_EQ(ZAP_MEM_MANAGED, zap_cuda_ptr_kind(m));
+    EXPECT_EQ(ZAP_MEM_DEVICE, zap_cuda_ptr_kind(d));
+    EXPECT_EQ(ZAP_MEM_PINNED, zap_cuda_ptr_kind(h));
+    EXPECT_EQ(ZAP_MEM_HOST, zap_cuda_ptr_kind(&local));
+    cudaFree(m);
+    cudaFree(d);
+    cudaFreeHost(h);
+#endif
+}
+
+#ifdef ZAP_TEST_HAVE_CUDA
+// One allreduce over nranks thread ranks with buffers from alloc (managed or
+// device); checks every rank against the ordered CPU reference, bit for bit.
+void run_allreduce(int nranks, zap_dtype_t dt, zap_op_t op, size_t count, bool device_bufs, bool in_place)
+{
+    World w(nranks);
+    size_t bytes = count * dsize(dt);
+    std::vector<std::vector<uint8_t>> in(nranks, std::vector<uint8_t>(bytes));
+    for (int r = 0; r < nranks; r++)
+        fill_any(dt, r, 5 + count, in[r].data(), count);
+    std::vector<uint8_t> want = ordered_reference(dt, op, in, count);
+    std::vector<std::vector<uint8_t>> out(nranks, std::vector<uint8_t>(bytes));
+    w.run([&](int r) {
+        void *s = nullptr, *d = nullptr;
+        if (device_bufs) {
+            ASSERT_EQ(cudaSuccess, cudaMalloc(&s, bytes));
+            ASSERT_EQ(cudaSuccess, cudaMalloc(&d, bytes));
+        } else {
+            s = managed(bytes);
+            d = managed(bytes);
+        }
+        ASSERT_EQ(cudaSuccess, cudaMemcpy(in_place ? d : s, in[r].data(), bytes, cudaMemcpyDefault));
+        EXPECT_EQ(ZAP_OK, zap_allreduce(w.c[r], in_place ? ZAP_IN_PLACE : s, d, count, dt, op));
+        ASSERT_EQ(cudaSuccess, cudaMemcpy(out[r].data(), d, bytes, cudaMemcpyDefault));
+        cudaFree(s);
+        cudaFree(d);
+    });
+    for (int r = 0; r < nranks; r++)
+        EXPECT_EQ(0, std::memcmp(want.data(), out[r].data(), bytes))
+            << "rank " << r << " of " << nranks << " dt " << dt << " op " << op << " count " << count;
+}
+#endif
+
+TEST(GpuStage, AllreduceEveryTypeAndOpMatchesOrderedCpu)
+{
+    REQUIRE_GPU();
+#ifdef ZAP_TEST_HAVE_CUDA
+    PathSetting path("ipc");
+    uint64_t done0, fb0, done1, fb1;
+    zap_stage_counts(&done0, &fb0);
+    int ops_run = 0;
+    for (zap_dtype_t dt : kAllTypes)
+        for (int o = 0; o < ZAP_OP_COUNT; o++)
+            if (zap_reduce_supported(dt, (zap_op_t)o)) {
+                run_allreduce(2, dt, (zap_op_t)o, 40009, false, false);
+                ops_run++;
+            }
+    zap_stage_counts(&done1, &fb1);
+    // Each collective counts once per rank.
+    EXPECT_EQ((uint64_t)ops_run * 2, done1 - done0);
+    EXPECT_EQ(fb0, fb1);
+#endif
+}
+
+TEST(GpuStage, AllreduceRankCountsSizesAndBuffers)
+{
+    REQUIRE_GPU();
+#ifdef ZAP_TEST_HAVE_CUDA
+    PathSetting path("ipc");
+    setenv("ZAP_ALLREDUCE_ALG", "ring", 1); // the path declines under rd, chosen for tiny vectors
+    uint64_t done0, fb0, done1, fb1;
+    zap_stage_counts(&done0, &fb0);
+    uint64_t expect = 0;
+    for (int n : {2, 3, 4, 5, 8}) {
+        for (size_t count : {(size_t)1, (size_t)3, (size_t)1000, (size_t)65537, (size_t)(1u << 20) + 1}) {
+            run_allreduce(n, ZAP_DT_FLOAT32, ZAP_OP_SUM, count, false, false);
+            expect += (uint64_t)n;
+        }
+        run_allreduce(n, ZAP_DT_FLOAT64, ZAP_OP_SUM, 77777, true, false); // cudaMalloc buffers
+        run_allreduce(n, ZAP_DT_BFLOAT16, ZAP_OP_MAX, 77777, false, true); // in place
+        expect += 2 * (uint64_t)n;
+    }
+    unsetenv("ZAP_ALLREDUCE_ALG");
+    zap_stage_counts(&done1, &fb1);
+    EXPECT_EQ(expect, done1 - done0);
+    EXPECT_EQ(fb0, fb1);
+#endif
+}
+
+TEST(GpuStage, BcastFromEveryRoot)
+{
+    REQUIRE_GPU();
+#ifdef ZAP_TEST_HAVE_CUDA
+    PathSetting path("ipc");
+    uint64_t done0, fb0, done1, fb1;
+    zap_stage_counts(&done0, &fb0);
+    uint64_t expect = 0;
+    for (int n : {2, 3, 5}) {
+        for (size_t bytes : {(size_t)1, (size_t)4097, (size_t)(3u << 20) + 5}) {
+            for (int root = 0; root < n; root++) {
+                World w(n);
+                std::vector<uint8_t> data(bytes);
+                fill_any(ZAP_DT_UINT8, root, bytes, data.data(), bytes);
+                w.run([&](int r) {
+                    void *b = managed(bytes);
+                    std::memset(b, r == root ? 0 : 0xa5, bytes);
+                    if (r == root)
+                        std::memcpy(b, data.data(), bytes);
+                    EXPECT_EQ(ZAP_OK, zap_bcast(w.c[r], b, bytes, ZAP_DT_UINT8, root));
+                    std::vector<uint8_t> got(bytes);
+                    std::memcpy(got.data(), b, bytes);
+                    EXPECT_EQ(0, std::memcmp(got.data(), data.data(), bytes)) << "rank " << r << " root " << root;
+                    cudaFree(b);
+                });
+                expect += (uint64_t)n;
+            }
+        }
+    }
+    zap_stage_counts(&done1, &fb1);
+    EXPECT_EQ(expect, done1 - done0);
+    EXPECT_EQ(fb0, fb1);
+#endif
+}
+
+TEST(GpuStage, HostBufferOnOneRankFallsBackOnAll)
+{
+    REQUIRE_GPU();
+#ifdef ZAP_TEST_HAVE_CUDA
+    PathSetting path("ipc");
+    const size_t count = 100003;
+    World w(3);
+    uint64_t done0, fb0, done1, fb1;
+    zap_stage_counts(&done0, &fb0);
+    std::vector<std::vector<uint8_t>> in(3, std::vector<uint8_t>(count * 4));
+    for (int r = 0; r < 3; r++)
+        fill_input(ZAP_DT_INT32, ZAP_OP_SUM, r, 3, in[r].data(), count);
+    std::vector<uint8_t> want = ordered_reference(ZAP_DT_INT32, ZAP_OP_SUM, in, count);
+    w.run([&](int r) {
+        // Rank 1 passes plain host memory: the ranks agree to use the host path.
+        std::vector<uint8_t> host(count * 4);
+        void *b = r == 1 ? (void *)host.data() : managed(count * 4);
+        std::memcpy(b, in[r].data(), count * 4);
+        EXPECT_EQ(ZAP_OK, zap_allreduce(w.c[r], ZAP_IN_PLACE, b, count, ZAP_DT_INT32, ZAP_OP_SUM));
+        EXPECT_EQ(0, std::memcmp(b, want.data(), count * 4)) << "rank " << r;
+        if (r != 1)
+            cudaFree(b);
+    });
+    zap_stage_counts(&done1, &fb1);
+    EXPECT_EQ(done0, done1);
+    EXPECT_EQ(fb0 + 3, fb1);
+#endif
+}
+
+TEST(GpuStage, OffSettingKeepsTheHostPath)
+{
+    REQUIRE_GPU();
+#ifdef ZAP_TEST_HAVE_CUDA
+    PathSetting path("off");
+    uint64_t done0, fb0, done1, fb1;
+    zap_stage_counts(&done0, &fb0);
+    run_allreduce(2, ZAP_DT_INT64, ZAP_OP_BXOR, 300001, false, false);
+    zap_stage_counts(&done1, &fb1);
+    EXPECT_EQ(done0, done1);
+    EXPECT_EQ(fb0, fb1);
+#endif
+}
+
+TEST(GpuStage, SeveralOutstandingAndMismatch)
+{
+    REQUIRE_GPU();
+#ifdef ZAP_TEST_HAVE_CUDA
+    PathSetting path("ipc");
+    const size_t count = 50001;
+    const int k = 10; // 20 slot holds, more than a process has: some may fall back, all must be right
+    World w(2);
+    w.run([&](int r) {
+        std::vector<float *> bufs(k);
+        std::vector<zap_request_t *> reqs(k);
+        for (int i = 0; i < k; i++) {
+            bufs[i] = (float *)managed(count * 4);
+            for (size_t j = 0; j < count; j++)
+                bufs[i][j] = (float)(i + r + (int)(j % 7));
+        }
+        for (int i = 0; i < k; i++)
+            ASSERT_EQ(ZAP_OK, zap_iallreduce(w.c[r], ZAP_IN_PLACE, bufs[i], count, ZAP_DT_FLOAT32, ZAP_OP_SUM, &reqs[i]));
+        for (int i = k - 1; i >= 0; i--) {
+            EXPECT_EQ(ZAP_OK, zap_request_wait(reqs[i]));
+            zap_request_free(reqs[i]);
+        }
+        long bad = 0;
+        for (int i = 0; i < k; i++) {
+            for (size_t j = 0; j < count; j++)
+                bad += bufs[i][j] != (float)(2 * i + 1 + 2 * (int)(j % 7));
+            cudaFree(bufs[i]);
+        }
+        EXPECT_EQ(0, bad) << "rank " << r;
+        // Counts that differ across ranks are still reported on every rank.
+        float *m = (float *)managed(count * 8);
+        EXPECT_EQ(ZAP_ERR_MISMATCH, zap_allreduce(w.c[r], ZAP_IN_PLACE, m, count + (size_t)r, ZAP_DT_FLOAT32,
+                                                  ZAP_OP_SUM));
+        EXPECT_EQ(ZAP_ERR_MISMATCH, zap_bcast(w.c[r], m, count, ZAP_DT_FLOAT32, r));
+        cudaFree(m);
+    });
+#endif
+}
+
+} // namespace
