@@ -61,12 +61,13 @@ static const cfg_row_t rows[] = {
                                 "Allreduce algorithm; auto chooses by message size and rank count "
                                 "(zap-info prints the table)."},
                                CFG_CHOICE, "auto|rd|rabenseifner|ring", 0, 0},
-    [ZAP_CFG_BCAST_ALG] = {{"ZAP_BCAST_ALG", "auto", "auto|binomial|scatter_allgather|chain",
+    [ZAP_CFG_BCAST_ALG] = {{"ZAP_BCAST_ALG", "auto", "auto|binomial|scatter_allgather|chain|rd",
                             "Broadcast algorithm; auto chooses by message size and rank count."},
-                           CFG_CHOICE, "auto|binomial|scatter_allgather|chain", 0, 0},
+                           CFG_CHOICE, "auto|binomial|scatter_allgather|chain|rd", 0, 0},
     [ZAP_CFG_COLL_PIPELINE_BYTES] = {{"ZAP_COLL_PIPELINE_BYTES", "256K", "bytes, 4K to 64M",
                                       "Segment size of pipelined collectives (ring allreduce, chain "
-                                      "broadcast)."},
+                                      "broadcast). Unset: chosen per message size, at most 256K "
+                                      "(docs/collectives.md)."},
                                      CFG_SIZE, NULL, 4096, 64 * MiB},
     [ZAP_CFG_CHECKSUM] = {{"ZAP_CHECKSUM", "0", "0 or 1",
                            "1: collective payloads carry a CRC32C per chunk; a corrupted payload is "

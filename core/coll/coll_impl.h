@@ -118,6 +118,9 @@ typedef struct zap_coll_rd {
      * pool buffer at all. */
     alignas(64) unsigned char inline_area[2 * ZAP_COLL_RD_INLINE_STRIDE];
     size_t msg_bytes;
+    int root;            /* broadcast mode: the root (its data travels, nothing is reduced); -1: reduce */
+    int root_nr;         /* broadcast mode: newrank holding the data after the fold */
+    size_t expect;       /* length the pending receive must have */
     size_t in_len;
     zap_status_t in_st;
 } zap_coll_rd_t;
@@ -215,6 +218,10 @@ void zap_coll_hdr_init(zap_coll_op_t *op, size_t count, zap_dtype_t dt, zap_op_t
  * count elements of payload from data (NULL when count is 0). */
 zap_status_t zap_coll_rd_init(zap_coll_op_t *op, int phase, const void *data, size_t count, zap_dtype_t dt,
                               zap_op_t zop);
+/* The same exchange as a broadcast of bytes from root (data read on the root
+ * only): a side sends its payload only once its subcube holds the root's data,
+ * so the header agreement and the broadcast share log2(p) rounds. */
+zap_status_t zap_coll_rd_init_bcast(zap_coll_op_t *op, int phase, const void *data, size_t bytes, int root);
 /* Advances it: ZAP_INPROGRESS, ZAP_OK (arguments agree), ZAP_ERR_MISMATCH
  * (logged once with the differing field) or a transport error. */
 zap_status_t zap_coll_rd_progress(zap_coll_op_t *op);
@@ -232,7 +239,7 @@ typedef struct zap_coll_alg {
 
 /* Allreduce algorithms, in ZAP_ALLREDUCE_ALG's order after "auto". */
 enum { ZAP_AR_RD, ZAP_AR_RABENSEIFNER, ZAP_AR_RING, ZAP_AR_NALGS };
-enum { ZAP_BC_BINOMIAL, ZAP_BC_SCATTER_ALLGATHER, ZAP_BC_CHAIN, ZAP_BC_NALGS };
+enum { ZAP_BC_BINOMIAL, ZAP_BC_SCATTER_ALLGATHER, ZAP_BC_CHAIN, ZAP_BC_RD, ZAP_BC_NALGS };
 
 /* A blocking recursive-doubling allreduce that ignores ZAP_ALLREDUCE_ALG
  * (for zap's own exchanges: communicator ids). */
@@ -248,6 +255,8 @@ zap_status_t zap_allreduce_rd_init(zap_coll_op_t *op, const void *sendbuf, void 
 zap_status_t zap_bcast_binomial_init(zap_coll_op_t *op, void *buf, size_t bytes, int root);
 zap_status_t zap_bcast_scatter_allgather_init(zap_coll_op_t *op, void *buf, size_t bytes, int root);
 zap_status_t zap_bcast_chain_init(zap_coll_op_t *op, void *buf, size_t bytes, int root);
+/* Runs the argument agreement too (the others are followed by it). */
+zap_status_t zap_bcast_rd_init(zap_coll_op_t *op, void *buf, size_t bytes, int root);
 
 /* ZAP_ALLREDUCE_ALG or ZAP_BCAST_ALG as an index (0: auto), read on every
  * call (programs change them between calls) but parsed again only when its
@@ -257,5 +266,11 @@ zap_status_t zap_coll_alg_setting(zap_cfg_id_t id, int *idx_p);
 
 /* Bytes per pipeline segment (ZAP_COLL_PIPELINE_BYTES). */
 size_t zap_coll_pipeline_bytes(void);
+/* The segment a pipelined algorithm uses for units (ring blocks, chain
+ * messages) of unit_bytes: ZAP_COLL_PIPELINE_BYTES when it is set; otherwise
+ * the largest power of two from lo up to unit_bytes / div, at most the
+ * setting's default (256 KiB). Small units then still travel in several
+ * segments, so transfer and reduction overlap (docs/collectives.md, Selection). */
+size_t zap_coll_segment_bytes(size_t unit_bytes, size_t div, size_t lo);
 
 #endif

@@ -639,6 +639,16 @@ size_t zap_coll_pipeline_bytes(void)
     return (size_t)v;
 }
 
+size_t zap_coll_segment_bytes(size_t unit_bytes, size_t div, size_t lo)
+{
+    if (getenv(zap_cfg_name(ZAP_CFG_COLL_PIPELINE_BYTES)) != NULL)
+        return zap_coll_pipeline_bytes();
+    size_t hi = zap_coll_pipeline_bytes(), want = unit_bytes / (div ? div : 1), seg = lo;
+    while (seg * 2 <= want && seg * 2 <= hi)
+        seg *= 2;
+    return seg < hi ? seg : hi;
+}
+
 /* --- barrier: the header exchange alone ------------------------------------ */
 
 zap_status_t zap_ibarrier(zap_comm_t *comm, zap_request_t **req_p)

@@ -207,7 +207,7 @@ TEST_P(BcastMpi, MatchesMpiBcastForEveryRootAndSize)
     unsetenv("ZAP_COLL_PIPELINE_BYTES");
 }
 
-INSTANTIATE_TEST_SUITE_P(Alg, BcastMpi, ::testing::Values("auto", "binomial", "scatter_allgather", "chain"));
+INSTANTIATE_TEST_SUITE_P(Alg, BcastMpi, ::testing::Values("auto", "binomial", "scatter_allgather", "chain", "rd"));
 
 TEST_F(CollMpi, ScattervMatchesMpiScatterv)
 {

@@ -7,7 +7,7 @@
 using namespace colltest;
 
 namespace {
-const char *const kAlgs[] = {"binomial", "scatter_allgather", "chain"};
+const char *const kAlgs[] = {"binomial", "scatter_allgather", "chain", "rd"};
 
 void check_bcast(World &w, size_t count, zap_dtype_t dt, int root, uint64_t seed)
 {
@@ -55,7 +55,7 @@ TEST_P(BcastAll, LargeMessagesArriveIntact)
     check_bcast(w, (4u << 20) / 8, ZAP_DT_FLOAT64, n - 1, 6); // 4 MiB
 }
 
-INSTANTIATE_TEST_SUITE_P(AlgRanks, BcastAll, ::testing::Combine(::testing::Range(0, 3), ::testing::Range(1, 18)),
+INSTANTIATE_TEST_SUITE_P(AlgRanks, BcastAll, ::testing::Combine(::testing::Range(0, 4), ::testing::Range(1, 18)),
                          [](const ::testing::TestParamInfo<std::tuple<int, int>> &i) {
                              return std::string(kAlgs[std::get<0>(i.param)]) + "_" +
                                     std::to_string(std::get<1>(i.param)) + "ranks";

@@ -50,8 +50,9 @@ void zap_coll_hdr_init(zap_coll_op_t *op, size_t count, zap_dtype_t dt, zap_op_t
 
 static void *hdr_data(zap_coll_hdr_t *h) { return (char *)h + sizeof(zap_coll_hdr_t); }
 
-zap_status_t zap_coll_rd_init(zap_coll_op_t *op, int phase, const void *data, size_t count, zap_dtype_t dt,
-                              zap_op_t zop)
+/* root >= 0: broadcast mode (data is read on that rank only). */
+static zap_status_t rd_setup(zap_coll_op_t *op, int phase, const void *data, size_t count, zap_dtype_t dt,
+                             zap_op_t zop, int root)
 {
     zap_coll_rd_t *rd = &op->rd;
     /* Field by field: the engine runs once per collective and a memset of
@@ -66,11 +67,13 @@ zap_status_t zap_coll_rd_init(zap_coll_op_t *op, int phase, const void *data, si
     rd->count = count;
     rd->dt = dt;
     rd->op = zop;
+    rd->root = root;
     rd->msg_bytes = sizeof(zap_coll_hdr_t) + count * zap_dtype_size(dt);
+    rd->expect = rd->msg_bytes;
     /* The receive area starts on a 64-byte boundary (the header holds 64-bit
-     * fields; the payload follows the 128-byte header aligned). Host payloads
-     * that fit use the operation's inline area, GPU-resident ones pool
-     * scratch the reduction kernels can address. */
+     * fields; the payload follows the 64-byte header). Host payloads that fit
+     * use the operation's inline area, GPU-resident ones pool scratch the
+     * reduction kernels can address. */
     size_t stride = (rd->msg_bytes + 63) & ~(size_t)63;
     bool host = op->mem != ZAP_MEM_DEVICE && op->mem != ZAP_MEM_MANAGED;
     if (count == 0 || (host && stride <= ZAP_COLL_RD_INLINE_STRIDE)) {
@@ -83,10 +86,21 @@ zap_status_t zap_coll_rd_init(zap_coll_op_t *op, int phase, const void *data, si
         rd->acc = rd->buf.ptr;
         rd->in = (zap_coll_hdr_t *)((char *)rd->buf.ptr + stride);
     }
-    if (count > 0)
+    if (count > 0 && (root < 0 || root == op->comm->rank))
         zap_coll_copy(op, hdr_data(rd->acc), data, count * zap_dtype_size(dt));
     *rd->acc = op->hdr_own;
     return ZAP_OK;
+}
+
+zap_status_t zap_coll_rd_init(zap_coll_op_t *op, int phase, const void *data, size_t count, zap_dtype_t dt,
+                              zap_op_t zop)
+{
+    return rd_setup(op, phase, data, count, dt, zop, -1);
+}
+
+zap_status_t zap_coll_rd_init_bcast(zap_coll_op_t *op, int phase, const void *data, size_t bytes, int root)
+{
+    return rd_setup(op, phase, data, bytes, ZAP_DT_UINT8, ZAP_OP_SUM, root);
 }
 
 void zap_coll_rd_release(zap_coll_op_t *op)
@@ -102,7 +116,7 @@ void *zap_coll_rd_result(zap_coll_op_t *op) { return hdr_data(op->rd.acc); }
 static zap_status_t rd_combine(zap_coll_op_t *op, bool in_is_lower)
 {
     zap_coll_rd_t *rd = &op->rd;
-    if (rd->in_st != ZAP_OK || rd->in_len != rd->msg_bytes) {
+    if (rd->in_st != ZAP_OK || rd->in_len != rd->expect) {
         if (rd->in_st != ZAP_OK && rd->in_st != ZAP_ERR_TRUNCATED)
             return rd->in_st;
         zap_coll_hdr_set_bad(rd->acc);
@@ -131,6 +145,11 @@ static zap_status_t rd_combine(zap_coll_op_t *op, bool in_is_lower)
     }
     if (rd->count == 0 || lane(rd->acc->max[ZAP_HDR_LANES], ZAP_LANE_BAD) != 0)
         return ZAP_OK;
+    if (rd->root >= 0) { /* broadcast: take the data if the partner's side holds it */
+        if (rd->expect == rd->msg_bytes)
+            zap_coll_copy(op, hdr_data(rd->acc), hdr_data(rd->in), rd->count);
+        return ZAP_OK;
+    }
     const void *lo = in_is_lower ? hdr_data(rd->in) : hdr_data(rd->acc);
     const void *hi = in_is_lower ? hdr_data(rd->acc) : hdr_data(rd->in);
     return zap_coll_reduce(op, rd->dt, rd->op, hdr_data(rd->acc), lo, hi, rd->count);
@@ -182,12 +201,17 @@ zap_status_t zap_coll_rd_progress(zap_coll_op_t *op)
             }
             rd->newrank = zap_pat_rd_newrank(rank, p);
             rd->mask = 1;
+            if (rd->root >= 0) /* the active rank that holds the data first */
+                rd->root_nr = rd->root < 2 * rem ? rd->root / 2 : rd->root - rem;
             if (rank < 2 * rem) {
                 if (rd->newrank < 0)
-                    st = zap_coll_send(op, rank + 1, rd->phase, RD_STEP_FOLD, rd->acc, rd->msg_bytes);
-                else
+                    st = zap_coll_send(op, rank + 1, rd->phase, RD_STEP_FOLD, rd->acc,
+                                       rd->root < 0 || rd->root == rank ? rd->msg_bytes : sizeof(zap_coll_hdr_t));
+                else {
+                    rd->expect = rd->root < 0 || rd->root == rank - 1 ? rd->msg_bytes : sizeof(zap_coll_hdr_t);
                     st = zap_coll_recv(op, rank - 1, rd->phase, RD_STEP_FOLD, rd->in, rd->msg_bytes, &rd->in_len,
                                        &rd->in_st);
+                }
                 if (st != ZAP_OK)
                     return st;
                 rd->state = RD_FOLD_IN;
@@ -201,6 +225,7 @@ zap_status_t zap_coll_rd_progress(zap_coll_op_t *op)
                 return st;
             if (rd->newrank < 0) {
                 /* Folded out: wait for the result. */
+                rd->expect = rd->msg_bytes;
                 st = zap_coll_recv(op, rank + 1, rd->phase, RD_STEP_UNFOLD, rd->acc, rd->msg_bytes, &rd->in_len,
                                    &rd->in_st);
                 if (st != ZAP_OK)
@@ -217,13 +242,23 @@ zap_status_t zap_coll_rd_progress(zap_coll_op_t *op)
                 rd->state = RD_FOLD_OUT;
                 break;
             }
-            int partner = zap_pat_rd_realrank(rd->newrank ^ rd->mask, p);
+            int pnr = rd->newrank ^ rd->mask, partner = zap_pat_rd_realrank(pnr, p);
             int step = 1;
             for (int m = rd->mask; m > 1; m >>= 1)
                 step++;
+            /* Broadcast: a side sends the data only once its subcube holds it
+             * (the root's newrank is in it); otherwise the header alone. */
+            size_t send_len = rd->msg_bytes;
+            rd->expect = rd->msg_bytes;
+            if (rd->root >= 0) {
+                if ((rd->newrank ^ rd->root_nr) >= rd->mask)
+                    send_len = sizeof(zap_coll_hdr_t);
+                if ((pnr ^ rd->root_nr) >= rd->mask)
+                    rd->expect = sizeof(zap_coll_hdr_t);
+            }
             if ((st = zap_coll_recv(op, partner, rd->phase, step, rd->in, rd->msg_bytes, &rd->in_len, &rd->in_st)) !=
                     ZAP_OK ||
-                (st = zap_coll_send(op, partner, rd->phase, step, rd->acc, rd->msg_bytes)) != ZAP_OK)
+                (st = zap_coll_send(op, partner, rd->phase, step, rd->acc, send_len)) != ZAP_OK)
                 return st;
             rd->state = RD_STEP_WAIT;
             break;

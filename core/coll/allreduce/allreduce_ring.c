@@ -23,6 +23,8 @@
 
 #define PHASE_RS 1
 #define PHASE_AG 2
+#define RING_SEG_DIV 4
+#define RING_SEG_MIN (32 * 1024)
 
 typedef enum ring_state { RING_START, RING_RS_POST, RING_RS_WAIT, RING_AG_POST, RING_AG_WAIT, RING_DONE } ring_state_t;
 
@@ -183,10 +185,13 @@ zap_status_t zap_allreduce_ring_init(zap_coll_op_t *op, const void *sendbuf, voi
     s->esize = zap_dtype_size(dt);
     s->dt = dt;
     s->op = zop;
-    s->seg_elems = zap_coll_pipeline_bytes() / s->esize;
+    size_t maxblk = (count + (size_t)p - 1) / (size_t)p;
+    /* Blocks in about RING_SEG_DIV segments (32 KiB to 256 KiB), so even a
+     * 1 MiB allreduce on 8 ranks (128 KiB blocks) combines one segment while
+     * the next arrives (docs/collectives.md, Selection). */
+    s->seg_elems = zap_coll_segment_bytes(maxblk * s->esize, RING_SEG_DIV, RING_SEG_MIN) / s->esize;
     if (s->seg_elems == 0)
         s->seg_elems = 1;
-    size_t maxblk = (count + (size_t)p - 1) / (size_t)p;
     size_t seg = maxblk < s->seg_elems ? maxblk : s->seg_elems;
     zap_status_t st = zap_coll_scratch(op, &op->scratch, p > 1 ? 2 * seg * s->esize : 0);
     if (st != ZAP_OK)

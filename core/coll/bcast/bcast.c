@@ -24,9 +24,11 @@ const zap_coll_alg_t zap_bcast_algs[ZAP_BC_NALGS] = {
     [ZAP_BC_SCATTER_ALLGATHER] = {"scatter_allgather", "binomial scatter + ring allgather",
                                   "medium and large messages"},
     [ZAP_BC_CHAIN] = {"chain", "pipelined chain in ZAP_COLL_PIPELINE_BYTES segments", "very large messages"},
+    [ZAP_BC_RD] = {"rd", "recursive doubling carrying the data in the argument exchange", "small messages"},
 };
 
 const zap_coll_selection_row_t zap_bcast_rows[] = {
+    {"bcast", "rd", 1, INT32_MAX, 0, 16384},
     {"bcast", "binomial", 1, 2, 0, SIZE_MAX},
     {"bcast", "binomial", 3, INT32_MAX, 0, 4194304},
     {"bcast", "chain", 3, INT32_MAX, 4194304, SIZE_MAX},
@@ -76,7 +78,10 @@ zap_status_t zap_ibcast(zap_comm_t *comm, void *buf, size_t count, zap_dtype_t d
     zap_status_t st = zap_coll_op_get(comm, ZAP_COLL_BCAST, local == ZAP_OK ? alg : 0xff, &op);
     if (st != ZAP_OK)
         return st;
-    bool staged = local == ZAP_OK && zap_stage_wanted(op, count * esize); /* GPU-resident path, staging/stage.h */
+    /* rd carries the argument header in its data and is chosen for small
+     * messages only, as the allreduce's rd, which the GPU path leaves alone. */
+    bool staged = local == ZAP_OK && alg != ZAP_BC_RD &&
+                  zap_stage_wanted(op, count * esize); /* GPU-resident path, staging/stage.h */
     zap_coll_hdr_init(op, count, dt, ZAP_OP_SUM, root, 0, local != ZAP_OK);
     if (local != ZAP_OK) {
         zap_coll_op_fail_local(op, local);
@@ -87,9 +92,10 @@ zap_status_t zap_ibcast(zap_comm_t *comm, void *buf, size_t count, zap_dtype_t d
         case -1: st = zap_stage_bcast_init(op, buf, bytes, root, alg); break;
         case ZAP_BC_SCATTER_ALLGATHER: st = zap_bcast_scatter_allgather_init(op, buf, bytes, root); break;
         case ZAP_BC_CHAIN: st = zap_bcast_chain_init(op, buf, bytes, root); break;
+        case ZAP_BC_RD: st = zap_bcast_rd_init(op, buf, bytes, root); break;
         default: st = zap_bcast_binomial_init(op, buf, bytes, root); break;
         }
-        if (st == ZAP_OK)
+        if (st == ZAP_OK && alg != ZAP_BC_RD) /* rd carries the agreement in its data */
             st = zap_coll_rd_init(op, 0, NULL, 0, dt, ZAP_OP_SUM);
         if (st != ZAP_OK)
             zap_coll_op_fail_local(op, st);

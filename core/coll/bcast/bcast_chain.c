@@ -18,6 +18,8 @@
 
 #define PHASE 1
 #define CHAIN_WINDOW 4
+#define CHAIN_SEG_DIV 16
+#define CHAIN_SEG_MIN (32 * 1024)
 _Static_assert(2 * CHAIN_WINDOW <= ZAP_COLL_MAX_REQS, "window too large for the request slots");
 
 typedef enum chain_state { CHAIN_START, CHAIN_STREAM, CHAIN_DONE } chain_state_t;
@@ -155,7 +157,10 @@ zap_status_t zap_bcast_chain_init(zap_coll_op_t *op, void *buf, size_t bytes, in
     s->buf = buf;
     s->bytes = bytes;
     s->root = root;
-    s->seg_bytes = zap_coll_pipeline_bytes();
+    /* Segments of about 1/16 of the message (32 KiB to 256 KiB): the pipeline
+     * fills in p - 2 segment times, so short segments keep a 1 MiB broadcast
+     * from waiting on its first hops (docs/collectives.md, Selection). */
+    s->seg_bytes = zap_coll_segment_bytes(bytes, CHAIN_SEG_DIV, CHAIN_SEG_MIN);
     s->nseg = (bytes + s->seg_bytes - 1) / s->seg_bytes;
     op->progress = chain_progress;
     return ZAP_OK;
