@@ -12,9 +12,12 @@
 #                 naming a peer is the expected outcome, and it must come
 #                 within the bound
 # Exit 0 when every scenario held, 1 otherwise, 77 (skip) without
-# namespaces or tc. Where the kernel has no sch_netem the loss comes from an
-# nftables rule (numgen random mod 100 < 1 drop) and the delay is skipped,
-# with a SKIP line.
+# namespaces or tc. Where the kernel has no sch_netem (CONFIG_NET_SCH_NETEM)
+# the loss comes from an nftables rule (numgen random mod 100 < 1 drop) and
+# the 10 ms delay from zap-nfq-delay (FAULTS_NFQ_DELAY, nfq_delay.c): an
+# iptables NFQUEUE rule on each host's output holds every packet in the
+# kernel's queue until that program lets it go 10 ms later. Without iptables
+# or the program the delay is skipped, with a SKIP line.
 set -u
 NETNS_LIB=1 source "$(dirname "${BASH_SOURCE[0]}")/netns.sh"
 trap ns_cleanup EXIT
@@ -63,14 +66,80 @@ set_nft_loss() { # set_nft_loss on|off
     done
 }
 
+# Delay without netem: every packet leaving a host goes to netfilter queue 0
+# of that host, where zap-nfq-delay holds it 10 ms. --queue-bypass: packets
+# pass undelayed (never dropped) if the program is not bound.
+IPT=$(command -v iptables-legacy || command -v iptables || true)
+NFQ_PIDS=()
+set_nfq_delay() { # set_nfq_delay MS | set_nfq_delay off
+    local i
+    if [ "$1" = off ]; then
+        for ((i = 0; i < NS_HOSTS; i++)); do
+            ip netns exec "$(ns_name $i)" "$IPT" -D OUTPUT -o $NS_IF -j NFQUEUE --queue-num 0 --queue-bypass 2>/dev/null
+        done
+        for i in "${NFQ_PIDS[@]}"; do kill -TERM "$i" 2>/dev/null; wait "$i" 2>/dev/null; done
+        NFQ_PIDS=()
+        for ((i = 0; i < NS_HOSTS; i++)); do
+            [ -f "$NS_TMP/nfq$i.log" ] && echo "    host $i: $(tail -1 "$NS_TMP/nfq$i.log")"
+        done
+        return 0
+    fi
+    [ -n "$IPT" ] && [ -x "${FAULTS_NFQ_DELAY:-}" ] || return 1
+    local rt=""
+    chrt -f 10 true 2>/dev/null && rt="chrt -f 10"
+    for ((i = 0; i < NS_HOSTS; i++)); do
+        # ip netns exec execs the program: $! is its pid.
+        # Real-time priority where allowed: a descheduled delayer holds
+        # packets longer than asked.
+        ip netns exec "$(ns_name $i)" $rt "$FAULTS_NFQ_DELAY" 0 "$1" > "$NS_TMP/nfq$i.log" 2>&1 &
+        NFQ_PIDS+=($!)
+    done
+    for ((i = 0; i < NS_HOSTS; i++)); do
+        for ((w = 0; w < 50; w++)); do grep -q ready "$NS_TMP/nfq$i.log" 2>/dev/null && break; sleep 0.1; done
+        grep -q ready "$NS_TMP/nfq$i.log" || { cat "$NS_TMP/nfq$i.log"; return 1; }
+        ip netns exec "$(ns_name $i)" "$IPT" -A OUTPUT -o $NS_IF -j NFQUEUE --queue-num 0 --queue-bypass || return 1
+    done
+}
+
+# Round trip between host 0 and host 1 over TCP (no ping here), in ms: the
+# check that the delay is really on the path.
+rtt_ms() {
+    local out
+    ip netns exec "$(ns_name 1)" python3 -c '
+import socket
+s=socket.socket(); s.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1); s.bind(("0.0.0.0",5999)); s.listen(1)
+c,_=s.accept(); c.setsockopt(socket.IPPROTO_TCP,socket.TCP_NODELAY,1)
+while True:
+    d=c.recv(64)
+    if not d: break
+    c.sendall(d)' &
+    local srv=$!
+    sleep 0.3
+    out=$(ip netns exec "$(ns_name 0)" python3 -c '
+import socket,time,statistics
+c=socket.create_connection(("'"$(ns_addr 1)"'",5999)); c.setsockopt(socket.IPPROTO_TCP,socket.TCP_NODELAY,1)
+r=[]
+for i in range(20):
+    t=time.perf_counter(); c.sendall(b"x"); c.recv(64); r.append((time.perf_counter()-t)*1e3); time.sleep(0.01)
+c.close(); print("%.2f" % statistics.median(r))' 2>/dev/null)
+    wait $srv 2>/dev/null
+    echo "${out:-?}"
+}
+
 # 1. delay and loss. The kernel may lack sch_netem (CONFIG_NET_SCH_NETEM):
-# then the 1% loss comes from nftables and the delay part is skipped, said so.
+# then the loss comes from nftables and the delay from netfilter queues.
 if set_netem "delay 10ms loss 1%" 2>/dev/null; then
     what="netem delay 10ms + loss 1%"
+elif command -v nft >/dev/null && command -v python3 >/dev/null && base=$(rtt_ms) && set_nfq_delay 10 && set_nft_loss on; then
+    set_netem off
+    what="delay 10ms (netfilter queue: no sch_netem in this kernel) + loss 1% (nftables)"
+    echo "note: tc netem is not available in this kernel; 10 ms delay from zap-nfq-delay, loss from nftables"
+    echo "    round trip host 0 - host 1: ${base} ms without the delay, $(rtt_ms) ms with it (loss on)"
 elif command -v nft >/dev/null && set_nft_loss on; then
     set_netem off
-    what="loss 1% (nftables; no 10 ms delay: this kernel has no sch_netem)"
-    echo "SKIP part: tc netem is not available in this kernel; 10 ms delay not tested, loss via nftables"
+    set_nfq_delay off
+    what="loss 1% (nftables; no 10 ms delay: no sch_netem, and no iptables or zap-nfq-delay)"
+    echo "SKIP part: tc netem is not available in this kernel and the NFQUEUE fallback is not either; 10 ms delay not tested, loss via nftables"
 else
     set_netem off
     what=""
@@ -91,6 +160,7 @@ fi
 fi
 set_netem off
 set_nft_loss off
+[ ${#NFQ_PIDS[@]} -gt 0 ] && set_nfq_delay off
 
 # 2. and 3. link down for 2 s during a collective loop
 for timeout in 10 1; do
