@@ -383,6 +383,137 @@ TEST_F(Ucp, WaitGivesUpAfterTheTimeoutNamingThePeer)
     EXPECT_TRUE(MpiLogSeen("peer rank " + std::to_string(peer))) << MpiLogText();
 }
 
+// The blocking forms have their own path in the UCX transport (no zap
+// request): the same contract, checked through zap_transport_send/recv.
+TEST_F(Ucp, BlockingReceiveGivesUpAfterTheTimeoutNamingThePeerAndIsCancelled)
+{
+    int peer = partner();
+    if (peer < 0)
+        return;
+    const bool receiver = rank() > peer;
+    if (receiver) {
+        MpiExpectLog("timed out");
+        const char *old = getenv("ZAP_TIMEOUT");
+        std::string saved = old ? old : "";
+        setenv("ZAP_TIMEOUT", "0.3", 1);
+        char c = 0;
+        double t0 = zap_clock_now();
+        EXPECT_EQ(zap_transport_recv(t_, peer, 0xD00D, &c, 1, nullptr), ZAP_ERR_TIMED_OUT);
+        double took = zap_clock_now() - t0;
+        EXPECT_GE(took, 0.25);
+        EXPECT_LT(took, 5.0);
+        if (old)
+            setenv("ZAP_TIMEOUT", saved.c_str(), 1);
+        else
+            unsetenv("ZAP_TIMEOUT");
+        EXPECT_TRUE(MpiLogSeen("a receive from peer rank " + std::to_string(peer))) << MpiLogText();
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    // The timed-out receive is gone: the next message on that tag goes to the
+    // next receive.
+    char v = 'y', got = 0;
+    size_t len = 0;
+    if (receiver) {
+        ASSERT_EQ(zap_transport_recv(t_, peer, 0xD00D, &got, 1, &len), ZAP_OK);
+        EXPECT_EQ(got, 'y');
+        EXPECT_EQ(len, 1u);
+    } else {
+        ASSERT_EQ(zap_transport_send(t_, peer, 0xD00D, &v, 1), ZAP_OK);
+    }
+}
+
+// A rendezvous send nobody receives cannot be cancelled: the blocking send
+// gives up after ZAP_TIMEOUT naming the peer and leaves the message to UCX,
+// which delivers it when the peer receives it later.
+TEST_F(Ucp, BlockingSendGivesUpAfterTheTimeoutNamingThePeer)
+{
+    int peer = partner();
+    if (peer < 0)
+        return;
+    const bool sender = rank() < peer;
+    const size_t len = 1u << 20;
+    const uint64_t tag = 0x5E17;
+    std::vector<uint8_t> buf(len);
+    if (sender) {
+        MpiExpectLog("timed out");
+        MpiExpectLog("gave up on a send to rank " + std::to_string(peer));
+        const char *old = getenv("ZAP_TIMEOUT");
+        std::string saved = old ? old : "";
+        setenv("ZAP_TIMEOUT", "0.3", 1);
+        fill(buf.data(), len, seed_of(rank(), peer, tag, len));
+        double t0 = zap_clock_now();
+        EXPECT_EQ(zap_transport_send(t_, peer, tag, buf.data(), len), ZAP_ERR_TIMED_OUT);
+        double took = zap_clock_now() - t0;
+        EXPECT_GE(took, 0.25);
+        EXPECT_LT(took, 5.0);
+        if (old)
+            setenv("ZAP_TIMEOUT", saved.c_str(), 1);
+        else
+            unsetenv("ZAP_TIMEOUT");
+        EXPECT_TRUE(MpiLogSeen("a send to peer rank " + std::to_string(peer))) << MpiLogText();
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    // The peer takes the message now; the sender's buffer must live until
+    // then, and the sender progresses (waiting for the ack) to finish it.
+    char ack = 'k';
+    if (sender) {
+        char got = 0;
+        ASSERT_EQ(zap_transport_recv(t_, peer, tag + 1, &got, 1, nullptr), ZAP_OK);
+        EXPECT_EQ(got, 'k');
+    } else {
+        size_t got = 0;
+        ASSERT_EQ(zap_transport_recv(t_, peer, tag, buf.data(), len, &got), ZAP_OK);
+        EXPECT_EQ(got, len);
+        EXPECT_EQ(first_bad(buf.data(), len, seed_of(peer, rank(), tag, len)), -1);
+        ASSERT_EQ(zap_transport_send(t_, peer, tag + 1, &ack, 1), ZAP_OK);
+    }
+}
+
+// A message that is already in the receiver's unexpected queue when the
+// blocking receive is posted completes inside the post: its length must still
+// be reported (UCX 1.13 leaves it out of an immediate completion).
+TEST_F(Ucp, BlockingReceiveOfAMessageAlreadyThereReportsItsLength)
+{
+    int peer = partner();
+    if (peer < 0)
+        return;
+    std::vector<uint8_t> out(70000), in(70000 + 8);
+    for (size_t len : {(size_t)0, (size_t)8, (size_t)1000, (size_t)8193, (size_t)70000}) {
+        const uint64_t tag = 0xA1A0 + len % 13;
+        if (rank() < peer) {
+            fill(out.data(), len, seed_of(rank(), peer, tag, len));
+            zap_request_t *r = nullptr;
+            ASSERT_EQ(zap_transport_isend(t_, peer, tag, out.data(), len, &r), ZAP_OK);
+            MPI_Barrier(MPI_COMM_WORLD);
+            EXPECT_EQ(zap_request_wait(r), ZAP_OK) << len;
+            zap_request_free(r);
+        } else {
+            MPI_Barrier(MPI_COMM_WORLD);
+            // Progress until the message (or a rendezvous request for it) has
+            // been taken off the wire into the unexpected queue.
+            double until = zap_clock_now() + 0.05;
+            while (zap_clock_now() < until)
+                ASSERT_EQ(zap_transport_progress(t_), ZAP_OK);
+            size_t got = ~(size_t)0;
+            ASSERT_EQ(zap_transport_recv(t_, peer, tag, in.data(), in.size(), &got), ZAP_OK) << len;
+            EXPECT_EQ(got, len);
+            EXPECT_EQ(first_bad(in.data(), len, seed_of(peer, rank(), tag, len)), -1) << len;
+        }
+    }
+}
+
+TEST_F(Ucp, BlockingFormsCheckTheirArguments)
+{
+    MpiExpectLog("is not in");
+    char c = 0;
+    EXPECT_EQ(zap_transport_send(t_, size(), 1, &c, 1), ZAP_ERR_NOT_FOUND);
+    EXPECT_EQ(zap_transport_recv(t_, -1, 1, &c, 1, nullptr), ZAP_ERR_NOT_FOUND);
+    EXPECT_EQ(zap_transport_send(t_, 0, 1, nullptr, 1), ZAP_ERR_INVALID_PARAM);
+    EXPECT_EQ(zap_transport_recv(t_, 0, 1, nullptr, 1, nullptr), ZAP_ERR_INVALID_PARAM);
+    EXPECT_EQ(zap_transport_send(nullptr, 0, 1, &c, 1), ZAP_ERR_INVALID_PARAM);
+    EXPECT_EQ(zap_transport_recv(nullptr, 0, 1, &c, 1, nullptr), ZAP_ERR_INVALID_PARAM);
+}
+
 TEST_F(Ucp, FreeingAPendingReceiveCancelsIt)
 {
     int peer = partner();
@@ -480,6 +611,8 @@ TEST(UcpClose, PendingRequestsAreCancelledAndLaterPostsAreClosed)
     EXPECT_EQ(zap_transport_isend(t, peer, 1, &c, 1, &r2), ZAP_ERR_CLOSED);
     EXPECT_EQ(zap_transport_irecv(t, peer, 1, &c, 1, &r2), ZAP_ERR_CLOSED);
     EXPECT_EQ(r2, nullptr);
+    EXPECT_EQ(zap_transport_send(t, peer, 1, &c, 1), ZAP_ERR_CLOSED);
+    EXPECT_EQ(zap_transport_recv(t, peer, 1, &c, 1, nullptr), ZAP_ERR_CLOSED);
 }
 
 TEST(UcpClose, TransportOverAGivenPoolRegistersAndReleasesItsChunks)

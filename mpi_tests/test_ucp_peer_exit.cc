@@ -1,7 +1,8 @@
 // A peer that exits early gives a clear error, never a hang. Two ranks: after
 // one message each way (so both endpoints exist), rank 1 calls _exit while
-// rank 0 waits in a receive from it. Rank 0's receive must fail within
-// ZAP_TIMEOUT plus a margin, with ZAP_ERR_PEER_FAILED (UCX noticed) or
+// rank 0 waits in a receive from it, a blocking one (zap_transport_recv) and
+// then one posted before the exit. Each must fail within ZAP_TIMEOUT plus a
+// margin, with ZAP_ERR_PEER_FAILED (UCX noticed) or
 // ZAP_ERR_TIMED_OUT, and the log must name rank 1. Rank 0 then exits without
 // MPI_Finalize (its peer is gone); mpirun runs with
 // orte_allowed_exit_without_sync so that the early exit itself is not an
@@ -67,7 +68,18 @@ int main(int argc, char **argv)
     if (rank == 1)
         _exit(0); // no close, no finalize: as a crash would
 
+    // The blocking receive (its own path in the UCX transport) first, then
+    // the request posted before the exit.
     double t0 = zap_clock_now();
+    zap_status_t bst = zap_transport_recv(t, 1, 3, &got, sizeof got, nullptr);
+    double btook = zap_clock_now() - t0;
+    printf("[rank 0] blocking receive from the exited rank ended after %.2f s: %s\n", btook,
+           zap_status_string(bst));
+    if (bst != ZAP_ERR_PEER_FAILED && bst != ZAP_ERR_TIMED_OUT)
+        fail("blocking receive: status is neither PEER_FAILED nor TIMED_OUT");
+    if (btook > zap_timeout_seconds() + 5.0)
+        fail("blocking receive: took longer than ZAP_TIMEOUT + 5 s");
+    t0 = zap_clock_now();
     zap_status_t st = zap_request_wait(r);
     double took = zap_clock_now() - t0;
     printf("[rank 0] receive from the exited rank ended after %.2f s: %s\n", took, zap_status_string(st));
@@ -89,6 +101,8 @@ int main(int argc, char **argv)
         zap_request_t *r2 = nullptr;
         if (zap_transport_isend(t, 1, 3, &v, sizeof v, &r2) != ZAP_ERR_PEER_FAILED)
             fail("a send to the dead rank was not refused with PEER_FAILED");
+        if (zap_transport_send(t, 1, 3, &v, sizeof v) != ZAP_ERR_PEER_FAILED)
+            fail("a blocking send to the dead rank was not refused with PEER_FAILED");
     }
     zap_request_free(r);
     printf("[rank 0] PASSED\n");

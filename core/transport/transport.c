@@ -1,6 +1,8 @@
 /* The contract's entry points: argument checks shared by every backend, then
  * the backend's ops. The blocking forms are built here from the non-blocking
- * ones, so every backend gets the same deadline behaviour. */
+ * ones, so every backend gets the same deadline behaviour, unless a backend
+ * has its own (ops->send/recv, held to the same contract; the timeout is
+ * logged here either way). */
 #include "transport/transport_impl.h"
 #include "base/log.h"
 #include <string.h>
@@ -39,17 +41,34 @@ zap_status_t zap_transport_caps(const zap_transport_t *t, zap_transport_caps_t *
     return ZAP_OK;
 }
 
-static zap_status_t check_post(zap_transport_t *t, int peer, const void *buf, size_t len, zap_request_t **req_p)
+/* Checks common to every post and blocking call, cheapest first: this runs
+ * on every small message. */
+static inline zap_status_t check_peer(zap_transport_t *t, int peer, const void *buf, size_t len)
 {
-    if (t == NULL || req_p == NULL || (buf == NULL && len > 0))
+    if (t == NULL || (buf == NULL && len > 0))
         return ZAP_ERR_INVALID_PARAM;
-    if (atomic_load(&t->closed))
+    if (atomic_load_explicit(&t->closed, memory_order_acquire))
         return ZAP_ERR_CLOSED;
     if (peer < 0 || peer >= t->size) {
         zap_error("transport %s: rank %d is not in [0, %d)", t->ops->name, peer, t->size);
         return ZAP_ERR_NOT_FOUND;
     }
     return ZAP_OK;
+}
+
+static zap_status_t check_post(zap_transport_t *t, int peer, const void *buf, size_t len, zap_request_t **req_p)
+{
+    if (req_p == NULL)
+        return ZAP_ERR_INVALID_PARAM;
+    return check_peer(t, peer, buf, len);
+}
+
+/* The one log line of a blocking wait that gave up, whichever path it took. */
+static void log_timeout(const zap_transport_t *t, zap_request_kind_t kind, int peer, uint64_t tag)
+{
+    zap_error("transport %s: rank %d timed out after %.1f s waiting for %s peer rank %d (tag 0x%llx)",
+              t->ops->name, t->rank, zap_timeout_seconds(), kind == ZAP_REQ_SEND ? "a send to" : "a receive from",
+              peer, (unsigned long long)tag);
 }
 
 zap_status_t zap_transport_isend(zap_transport_t *t, int peer, uint64_t tag, const void *buf, size_t len,
@@ -68,8 +87,17 @@ zap_status_t zap_transport_irecv(zap_transport_t *t, int peer, uint64_t tag, voi
 
 zap_status_t zap_transport_send(zap_transport_t *t, int peer, uint64_t tag, const void *buf, size_t len)
 {
+    zap_status_t st = check_peer(t, peer, buf, len);
+    if (st != ZAP_OK)
+        return st;
+    if (t->ops->send != NULL) {
+        st = t->ops->send(t, peer, tag, buf, len);
+        if (st == ZAP_ERR_TIMED_OUT)
+            log_timeout(t, ZAP_REQ_SEND, peer, tag);
+        return st;
+    }
     zap_request_t *req = NULL;
-    zap_status_t st = zap_transport_isend(t, peer, tag, buf, len, &req);
+    st = t->ops->isend(t, peer, tag, buf, len, &req);
     if (st != ZAP_OK)
         return st;
     st = zap_request_wait(req);
@@ -79,8 +107,17 @@ zap_status_t zap_transport_send(zap_transport_t *t, int peer, uint64_t tag, cons
 
 zap_status_t zap_transport_recv(zap_transport_t *t, int peer, uint64_t tag, void *buf, size_t cap, size_t *len_p)
 {
+    zap_status_t st = check_peer(t, peer, buf, cap);
+    if (st != ZAP_OK)
+        return st;
+    if (t->ops->recv != NULL) {
+        st = t->ops->recv(t, peer, tag, buf, cap, len_p);
+        if (st == ZAP_ERR_TIMED_OUT)
+            log_timeout(t, ZAP_REQ_RECV, peer, tag);
+        return st;
+    }
     zap_request_t *req = NULL;
-    zap_status_t st = zap_transport_irecv(t, peer, tag, buf, cap, &req);
+    st = t->ops->irecv(t, peer, tag, buf, cap, &req);
     if (st != ZAP_OK)
         return st;
     st = zap_request_wait(req);
@@ -185,10 +222,7 @@ zap_status_t zap_request_wait_until(zap_request_t *req, double deadline)
     }
     zap_status_t st = req->transport->ops->wait(req, deadline);
     if (st == ZAP_ERR_TIMED_OUT)
-        zap_error("transport %s: rank %d timed out after %.1f s waiting for %s peer rank %d (tag 0x%llx)",
-                  req->transport->ops->name, req->transport->rank, zap_timeout_seconds(),
-                  req->kind == ZAP_REQ_SEND ? "a send to" : "a receive from", req->peer,
-                  (unsigned long long)req->tag);
+        log_timeout(req->transport, req->kind, req->peer, req->tag);
     return st;
 }
 

@@ -2,7 +2,7 @@
  * first member of its own struct and supplies one ops table; requests likewise
  * embed zap_request_t first. transport.c does argument checks common to every
  * backend (rank range, NULL buffers, closed) before calling the ops, so ops see
- * only valid arguments. */
+ * only valid arguments. Entries marked optional may be NULL. */
 #ifndef ZAP_TRANSPORT_IMPL_H
 #define ZAP_TRANSPORT_IMPL_H
 #include <stdatomic.h>
@@ -29,6 +29,16 @@ typedef struct zap_transport_ops {
     /* Cancels if pending, then releases the request. */
     void (*request_free)(zap_request_t *req);
     void (*close)(zap_transport_t *t);
+    /* Optional blocking forms; NULL means transport.c builds them from
+     * isend/irecv and wait. A backend supplies them when it can block without
+     * a request object (UCX: its own request, polled inline, is cheaper than
+     * a zap request with a completion callback, which shows at 8 bytes).
+     * They keep the contract of zap_transport_send/recv: borrow the buffer
+     * until they return, give up after ZAP_TIMEOUT with ZAP_ERR_TIMED_OUT
+     * (transport.c logs it with the peer), and return the statuses isend and
+     * irecv would, and a receive's truncation or failure as a wait would. */
+    zap_status_t (*send)(zap_transport_t *t, int peer, uint64_t tag, const void *buf, size_t len);
+    zap_status_t (*recv)(zap_transport_t *t, int peer, uint64_t tag, void *buf, size_t cap, size_t *len_p);
 } zap_transport_ops_t;
 
 struct zap_transport {

@@ -46,24 +46,59 @@
 
 typedef struct ucp_transport ucp_transport_t;
 
-/* The worker lock. Held for short stretches (one post, one progress call)
- * almost always, by one thread almost always: a test-and-set lock costs a
- * third of an uncontended mutex there, which is visible next to a 200 ns UCX
- * message. A waiter spins, then yields, so a holder that was descheduled (2
- * cores, many processes) gets the CPU back. */
+/* The worker lock. Held for short stretches (one post, one progress call) by
+ * most paths, and by a blocking send or receive for as long as it polls: a
+ * test-and-set lock costs a third of an uncontended mutex, and taking none at
+ * all per poll is what keeps a blocking ping-pong level with bare UCP. So a
+ * thread that finds the lock taken says so (waiting), and a holder that polls
+ * checks that count and gives way. A waiter spins on a plain load, then
+ * yields now and then, so a holder that was descheduled (2 cores, many
+ * processes) gets the CPU back. */
 typedef struct {
-    atomic_flag f;
+    atomic_bool held;
+    atomic_uint waiting;
 } spin_t;
+
+static inline void spin_pause(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
 
 static inline void spin_lock(spin_t *l)
 {
+    if (!atomic_exchange_explicit(&l->held, true, memory_order_acquire))
+        return;
+    atomic_fetch_add_explicit(&l->waiting, 1, memory_order_relaxed);
     unsigned n = 0;
-    while (atomic_flag_test_and_set_explicit(&l->f, memory_order_acquire))
-        if ((++n & 63) == 0)
-            sched_yield();
+    do {
+        while (atomic_load_explicit(&l->held, memory_order_relaxed))
+            if ((++n & 63) == 0)
+                sched_yield();
+            else
+                spin_pause();
+    } while (atomic_exchange_explicit(&l->held, true, memory_order_acquire));
+    atomic_fetch_sub_explicit(&l->waiting, 1, memory_order_relaxed);
 }
 
-static inline void spin_unlock(spin_t *l) { atomic_flag_clear_explicit(&l->f, memory_order_release); }
+static inline void spin_unlock(spin_t *l) { atomic_store_explicit(&l->held, false, memory_order_release); }
+
+static inline int spin_contended(spin_t *l) { return atomic_load_explicit(&l->waiting, memory_order_relaxed) != 0; }
+
+/* Lets a waiting thread take the lock, then takes it back. Unlocking alone
+ * would not do: the holder would win it again before the waiter's core even
+ * saw it free. The wait for the handover is bounded, in case the waiter was
+ * descheduled. */
+static void spin_give_way(spin_t *l)
+{
+    spin_unlock(l);
+    for (unsigned i = 0; i < 4096 && !atomic_load_explicit(&l->held, memory_order_relaxed); i++)
+        spin_pause();
+    spin_lock(l);
+}
 
 typedef struct ucp_peer {
     ucp_transport_t *t;
@@ -401,10 +436,8 @@ static zap_status_t peer_ep(ucp_transport_t *u, int peer, ucp_ep_h *ep_p)
 
 /* Fills in the memh and memory type for pool memory (and stages managed
  * pages to the host). Ordinary memory is left for UCX to detect. */
-static zap_status_t mem_params(ucp_transport_t *u, const void *buf, size_t len, ucp_request_param_t *p)
+static zap_status_t mem_params_pool(ucp_transport_t *u, const void *buf, size_t len, ucp_request_param_t *p)
 {
-    if (len == 0 || (u->pool_kind != ZAP_MEM_MANAGED && len < MEMH_MIN_BYTES))
-        return ZAP_OK;
     zap_pool_region_t reg;
     if (zap_pool_lookup(u->base.pool, buf, len, u->hook_slot, &reg) != ZAP_OK)
         return ZAP_OK;
@@ -423,6 +456,14 @@ static zap_status_t mem_params(ucp_transport_t *u, const void *buf, size_t len, 
         p->memh = reg.cookie;
     }
     return ZAP_OK;
+}
+
+/* The test that skips the lookup, inline: it is all a small message pays. */
+static inline zap_status_t mem_params(ucp_transport_t *u, const void *buf, size_t len, ucp_request_param_t *p)
+{
+    if (len == 0 || (u->pool_kind != ZAP_MEM_MANAGED && len < MEMH_MIN_BYTES))
+        return ZAP_OK;
+    return mem_params_pool(u, buf, len, p);
 }
 
 static zap_status_t ucp_isend(zap_transport_t *t, int peer, uint64_t tag, const void *buf, size_t len,
@@ -514,6 +555,185 @@ static zap_status_t ucp_irecv(zap_transport_t *t, int peer, uint64_t tag, void *
     spin_unlock(&u->lock);
     *req_p = &r->base;
     return ZAP_OK;
+}
+
+/* ---- blocking send and receive ------------------------------------------
+ *
+ * zap_transport_send/recv without a zap request: post with no callback and,
+ * unless UCX finishes at once (a small send), poll UCX's own request between
+ * progress calls, as a bare UCP program does; the lock is held throughout
+ * and given way to any thread that asks. The checks a zap request's wait
+ * makes (peer failure, close, deadline) run every POLL_BATCH polls; the
+ * clock is not read during the first batch at all. */
+
+#define POLL_BATCH 64
+
+/* peer_ep for a peer already connected and alive, inline. */
+static inline zap_status_t known_ep(ucp_transport_t *u, int peer, ucp_ep_h *ep_p)
+{
+    const ucp_peer_t *p = &u->peers[peer];
+    if (p->ep != NULL && !p->failed) {
+        *ep_p = p->ep;
+        return ZAP_OK;
+    }
+    return peer_ep(u, peer, ep_p);
+}
+
+/* Progresses until UCX's request req is done, then releases it. A receive
+ * (info_p not NULL) that ends in an error, or whose length the caller wants
+ * (want_len), gets its info in *info_p first; otherwise that library call
+ * is left out of the latency path. Lock held on entry and on return. Returns
+ * the UCS status and sets *why_p to ZAP_OK, or to what to report instead of
+ * a cancellation: the reason the wait ended early (peer failed, timed out,
+ * or the transport was closed: ZAP_ERR_CANCELED, and UCX's request went with
+ * the worker). A request given up on is left for UCX to finish. */
+static ucs_status_t poll_inline(ucp_transport_t *u, void *req, zap_request_kind_t kind, int peer, uint64_t tag,
+                                size_t cap, ucp_tag_recv_info_t *info_p, int want_len, zap_status_t *why_p)
+{
+    double deadline = 0;       /* read from the clock after the first batch */
+    zap_status_t why = ZAP_OK; /* set once the wait is being ended */
+    unsigned n = 0;
+    ucs_status_t s;
+    while ((s = ucp_request_check_status(req)) == UCS_INPROGRESS) {
+        progress_locked(u);
+        int contended = spin_contended(&u->lock);
+        int batch_end = (++n % POLL_BATCH) == 0;
+        if (!batch_end && !contended)
+            continue;
+        if (why == ZAP_OK) {
+            /* Close asks for the lock: the check runs before giving way. */
+            if (u->peers[peer].failed)
+                why = ZAP_ERR_PEER_FAILED;
+            else if (atomic_load(&u->base.closed))
+                why = ZAP_ERR_CANCELED;
+            else if (batch_end && deadline == 0)
+                deadline = zap_clock_now() + zap_timeout_seconds();
+            else if (batch_end && zap_clock_now() > deadline)
+                why = ZAP_ERR_TIMED_OUT;
+            if (why != ZAP_OK) {
+                /* A receive not yet matched cancels at once; one whose data
+                 * is arriving finishes first, for up to ZAP_TIMEOUT more.
+                 * UCX cannot cancel a send: one to a failed peer ends with
+                 * its endpoint (handle_failures), one timed out is left. */
+                if (kind == ZAP_REQ_RECV)
+                    ucp_request_cancel(u->w.worker, req);
+                else if (why == ZAP_ERR_TIMED_OUT)
+                    goto give_up;
+                deadline = zap_clock_now() + zap_timeout_seconds();
+            }
+        } else if (batch_end && zap_clock_now() > deadline) {
+            goto give_up;
+        }
+        if (contended) {
+            spin_give_way(&u->lock);
+            if (u->torn_down) { /* closed meanwhile: req went with the worker */
+                *why_p = ZAP_ERR_CANCELED;
+                return UCS_ERR_CANCELED;
+            }
+        }
+    }
+    if (info_p != NULL && (s != UCS_OK || want_len))
+        (void)ucp_tag_recv_request_test(req, info_p);
+    ucp_request_free(req);
+    *why_p = why;
+    return s;
+
+give_up:
+    zap_warn("ucp: rank %d: gave up on a %s rank %d (tag 0x%llx) that UCX could not cancel; its %zu-byte buffer "
+             "stays in use until UCX is done with it",
+             u->base.rank, kind == ZAP_REQ_SEND ? "send to" : "receive from", peer, (unsigned long long)tag, cap);
+    ucp_request_free(req);
+    *why_p = why;
+    return UCS_ERR_CANCELED;
+}
+
+/* The zap status of a finished inline operation (logs as finish() does). */
+static zap_status_t inline_status(ucp_transport_t *u, ucs_status_t s, zap_status_t why, zap_request_kind_t kind,
+                                  int peer, uint64_t tag, size_t len, size_t cap)
+{
+    if (s == UCS_OK)
+        return ZAP_OK;
+    if (why != ZAP_OK && (s == UCS_ERR_CANCELED || why == ZAP_ERR_PEER_FAILED))
+        return why;
+    zap_status_t st = zap_ucp_status(s);
+    if (st == ZAP_ERR_TRUNCATED)
+        zap_error("ucp: rank %d: message of %zu bytes from rank %d (tag 0x%llx) exceeds the %zu-byte receive buffer",
+                  u->base.rank, len, peer, (unsigned long long)tag, cap);
+    else if (u->peers[peer].failed && st != ZAP_ERR_TRUNCATED)
+        st = ZAP_ERR_PEER_FAILED;
+    else if (st != ZAP_ERR_PEER_FAILED && st != ZAP_ERR_CANCELED)
+        zap_error("ucp: rank %d: %s rank %d (tag 0x%llx) failed: %s", u->base.rank,
+                  kind == ZAP_REQ_SEND ? "send to" : "receive from", peer, (unsigned long long)tag,
+                  ucs_status_string(s));
+    return st;
+}
+
+static zap_status_t ucp_send_blocking(zap_transport_t *t, int peer, uint64_t tag, const void *buf, size_t len)
+{
+    ucp_transport_t *u = ucp_of(t);
+    ucp_request_param_t p;
+    p.op_attr_mask = 0;
+    zap_status_t st = mem_params(u, buf, len, &p);
+    if (st != ZAP_OK)
+        return st;
+    ucp_ep_h ep = NULL;
+    spin_lock(&u->lock);
+    st = known_ep(u, peer, &ep);
+    if (st != ZAP_OK) {
+        spin_unlock(&u->lock);
+        return st;
+    }
+    ucs_status_ptr_t sp = ucp_tag_send_nbx(ep, buf, len, zap_ucp_tag(t->rank, tag), &p);
+    if (sp == NULL) { /* sent (copied out) at once: the usual small message */
+        spin_unlock(&u->lock);
+        return ZAP_OK;
+    }
+    ucs_status_t s;
+    zap_status_t why = ZAP_OK;
+    if (UCS_PTR_IS_ERR(sp)) {
+        s = UCS_PTR_STATUS(sp);
+    } else {
+        s = poll_inline(u, sp, ZAP_REQ_SEND, peer, tag, len, NULL, 0, &why);
+    }
+    st = inline_status(u, s, why, ZAP_REQ_SEND, peer, tag, len, len);
+    spin_unlock(&u->lock);
+    return st;
+}
+
+static zap_status_t ucp_recv_blocking(zap_transport_t *t, int peer, uint64_t tag, void *buf, size_t cap,
+                                      size_t *len_p)
+{
+    ucp_transport_t *u = ucp_of(t);
+    ucp_request_param_t p;
+    /* No immediate completion (UCX 1.13 would not report the length, see
+     * ucp_irecv): a message already here gives a completed request. */
+    p.op_attr_mask = UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+    zap_status_t st = mem_params(u, buf, cap, &p);
+    if (st != ZAP_OK)
+        return st;
+    ucp_ep_h ep = NULL;
+    spin_lock(&u->lock);
+    st = known_ep(u, peer, &ep);
+    if (st != ZAP_OK) {
+        spin_unlock(&u->lock);
+        return st;
+    }
+    ucs_status_ptr_t sp =
+        ucp_tag_recv_nbx(u->w.worker, buf, cap, zap_ucp_tag(peer, tag), ZAP_UCP_MATCH_ALL, &p);
+    if (UCS_PTR_IS_ERR(sp)) {
+        zap_error("ucp: rank %d: receive from rank %d (tag 0x%llx) failed: %s", t->rank, peer,
+                  (unsigned long long)tag, ucs_status_string(UCS_PTR_STATUS(sp)));
+        spin_unlock(&u->lock);
+        return zap_ucp_status(UCS_PTR_STATUS(sp));
+    }
+    zap_status_t why = ZAP_OK;
+    ucp_tag_recv_info_t info = {.length = 0};
+    ucs_status_t s = poll_inline(u, sp, ZAP_REQ_RECV, peer, tag, cap, &info, len_p != NULL, &why);
+    st = inline_status(u, s, why, ZAP_REQ_RECV, peer, tag, info.length, cap);
+    spin_unlock(&u->lock);
+    if (st == ZAP_OK && len_p != NULL)
+        *len_p = info.length;
+    return st;
 }
 
 static zap_status_t ucp_probe(zap_transport_t *t, int peer, uint64_t tag, double deadline, size_t *len_p)
@@ -811,6 +1031,8 @@ static const zap_transport_ops_t ucp_ops = {
     .wait = ucp_wait,
     .request_free = ucp_request_free_op,
     .close = ucp_close,
+    .send = ucp_send_blocking,
+    .recv = ucp_recv_blocking,
 };
 
 /* ---- create ------------------------------------------------------------- */
@@ -859,7 +1081,8 @@ zap_status_t zap_ucp_transport_create(MPI_Comm comm, zap_pool_t *pool, zap_trans
     u->hook_slot = -1;
     u->first_failed = -1;
     u->pending.next = u->pending.prev = &u->pending;
-    atomic_flag_clear(&u->lock.f);
+    atomic_init(&u->lock.held, false);
+    atomic_init(&u->lock.waiting, 0);
     u->peers = calloc((size_t)u->w.size, sizeof(ucp_peer_t));
     bool owns_pool = false;
     if (u->peers == NULL)

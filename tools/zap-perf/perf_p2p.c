@@ -8,12 +8,17 @@
  * round trip; the table shows the median over batches of each, their ratio,
  * and the bandwidth they imply (size / one-way time, MB/s = 1e6 B/s).
  *
- * Buffer kinds: host (malloc'd, UCX registers them through its cache), pool
- * (the transport's pool, whose chunks zap registered once; backing from
- * ZAP_POOL_BACKEND), managed (a CUDA managed pool; before every round trip,
+ * Buffer kinds: host (malloc'd; UCX registers them through its cache, for
+ * zap and raw alike), pool (the transport's pool, whose chunks zap
+ * registered once; backing from ZAP_POOL_BACKEND; raw UCP maps the same two
+ * buffers once with its own context, so from 8 KiB both pass a memh),
+ * managed (a CUDA managed pool, mapped likewise; before every round trip,
  * untimed, both sides move their buffers to the GPU, as if a kernel had just
  * produced them, so the timed part shows either page faults (--staging none)
- * or zap's prefetch to the host (--staging prefetch); raw UCP never stages). */
+ * or zap's prefetch to the host (--staging prefetch); raw UCP never stages).
+ *
+ * What is timed on the zap side is the blocking zap_transport_send and
+ * zap_transport_recv, as an application calls them. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +46,9 @@ typedef struct p2p_opts {
 typedef struct raw_side {
     zap_ucp_worker_t w;
     ucp_ep_h ep;
+    ucp_mem_h memh[2]; /* the pool kinds' send and receive buffers (raw_map) */
+    void *base[2];
+    size_t len[2];
 } raw_side_t;
 
 typedef struct bufs {
@@ -135,6 +143,11 @@ static int reps_for(const p2p_opts_t *o, size_t size)
 
 /* ---- raw UCP ------------------------------------------------------------ */
 
+/* What a bare UCP program does, and what zap's blocking send and receive do
+ * inside (ucp.c): post without a callback and, unless UCX finished at once,
+ * poll the request between progress calls, then free it. Buffers that zap
+ * passes a memh for (pool memory, 8 KiB and up) get one of raw UCP's own
+ * (raw_map), so neither side pays UCX's registration cache there. */
 static void raw_wait(ucp_worker_h w, ucs_status_ptr_t p)
 {
     if (!UCS_PTR_IS_PTR(p)) {
@@ -149,33 +162,60 @@ static void raw_wait(ucp_worker_h w, ucs_status_ptr_t p)
     ucp_request_free(p);
 }
 
-static void raw_cb_send(void *req, ucs_status_t s, void *ud)
+static void raw_params(const raw_side_t *r, const void *buf, size_t len, ucp_request_param_t *p)
 {
-    (void)req;
-    (void)s;
-    (void)ud;
-}
-
-static void raw_cb_recv(void *req, ucs_status_t s, const ucp_tag_recv_info_t *info, void *ud)
-{
-    (void)req;
-    (void)s;
-    (void)info;
-    (void)ud;
+    p->op_attr_mask = 0;
+    for (int i = 0; i < 2; i++)
+        if (r->memh[i] != NULL && len >= 8192 && (const char *)buf >= (const char *)r->base[i] &&
+            (const char *)buf + len <= (const char *)r->base[i] + r->len[i]) {
+            p->op_attr_mask = UCP_OP_ATTR_FIELD_MEMH | UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+            p->memh = r->memh[i];
+            p->memory_type = UCS_MEMORY_TYPE_HOST;
+        }
 }
 
 static void raw_send(raw_side_t *r, const void *buf, size_t len)
 {
-    ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK};
-    p.cb.send = raw_cb_send;
+    ucp_request_param_t p;
+    raw_params(r, buf, len, &p);
     raw_wait(r->w.worker, ucp_tag_send_nbx(r->ep, buf, len, RAW_TAG, &p));
 }
 
 static void raw_recv(raw_side_t *r, void *buf, size_t len)
 {
-    ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK};
-    p.cb.recv = raw_cb_recv;
+    ucp_request_param_t p;
+    raw_params(r, buf, len, &p);
     raw_wait(r->w.worker, ucp_tag_recv_nbx(r->w.worker, buf, len, RAW_TAG, UINT64_MAX, &p));
+}
+
+/* Registers the two buffers of a pool kind with raw UCP's context, as zap's
+ * pool registered their chunks with zap's (host memory to UCX, like zap's). */
+static void raw_map(raw_side_t *r, void *const bufs[2], size_t len)
+{
+    for (int i = 0; i < 2; i++) {
+        ucp_mem_map_params_t mp;
+        memset(&mp, 0, sizeof(mp));
+        mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH |
+                        UCP_MEM_MAP_PARAM_FIELD_MEMORY_TYPE;
+        mp.address = bufs[i];
+        mp.length = len;
+        mp.memory_type = UCS_MEMORY_TYPE_HOST;
+        ucs_status_t s = ucp_mem_map(r->w.context, &mp, &r->memh[i]);
+        if (s != UCS_OK) {
+            fprintf(stderr, "zap-perf: raw UCP ucp_mem_map failed: %s\n", ucs_status_string(s));
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+        r->base[i] = bufs[i];
+        r->len[i] = len;
+    }
+}
+
+static void raw_unmap(raw_side_t *r)
+{
+    for (int i = 0; i < 2; i++)
+        if (r->memh[i] != NULL)
+            (void)ucp_mem_unmap(r->w.context, r->memh[i]);
+    memset(r->memh, 0, sizeof(r->memh));
 }
 
 static void ep_err(void *arg, ucp_ep_h ep, ucs_status_t s)
@@ -331,6 +371,8 @@ static void run_mem(const p2p_opts_t *o, const char *mem, raw_side_t *raw, perf_
     bufs_t b;
     if (get_bufs(t, mem, o->max, &b) != 0)
         die("buffer allocation", ZAP_ERR_NO_MEMORY);
+    if (raw != NULL && strcmp(mem, "host") != 0)
+        raw_map(raw, (void *[2]){b.s, b.r}, o->max);
     int max_reps = o->reps > 0 ? o->reps : 31;
     double *zs = calloc((size_t)max_reps, sizeof(double)), *rs = calloc((size_t)max_reps, sizeof(double));
     for (size_t size = o->min; size <= o->max; size *= 2) {
@@ -366,6 +408,8 @@ static void run_mem(const p2p_opts_t *o, const char *mem, raw_side_t *raw, perf_
     }
     free(zs);
     free(rs);
+    if (raw != NULL)
+        raw_unmap(raw);
     put_bufs(&b);
     zap_transport_close(t);
     if (own != NULL)
