@@ -268,9 +268,9 @@ zap_status_t zap_coll_alg_setting(zap_cfg_id_t id, int *idx_p);
 size_t zap_coll_pipeline_bytes(void);
 /* The segment a pipelined algorithm uses for units (ring blocks, chain
  * messages) of unit_bytes: ZAP_COLL_PIPELINE_BYTES when it is set; otherwise
- * the largest power of two from lo up to unit_bytes / div, at most the
- * setting's default (256 KiB). Small units then still travel in several
- * segments, so transfer and reduction overlap (docs/collectives.md, Selection). */
-size_t zap_coll_segment_bytes(size_t unit_bytes, size_t div, size_t lo);
+ * the largest power of two from lo up to unit_bytes / div, at most hi (and at
+ * most the setting's default, 256 KiB). docs/collectives.md, Selection, has
+ * the measurements behind each caller's choice. */
+size_t zap_coll_segment_bytes(size_t unit_bytes, size_t div, size_t lo, size_t hi);
 
 #endif

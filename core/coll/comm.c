@@ -639,11 +639,16 @@ size_t zap_coll_pipeline_bytes(void)
     return (size_t)v;
 }
 
-size_t zap_coll_segment_bytes(size_t unit_bytes, size_t div, size_t lo)
+size_t zap_coll_segment_bytes(size_t unit_bytes, size_t div, size_t lo, size_t hi)
 {
+    size_t def = zap_coll_pipeline_bytes(); /* the default when unset */
     if (getenv(zap_cfg_name(ZAP_CFG_COLL_PIPELINE_BYTES)) != NULL)
-        return zap_coll_pipeline_bytes();
-    size_t hi = zap_coll_pipeline_bytes(), want = unit_bytes / (div ? div : 1), seg = lo;
+        return def;
+    if (hi > def)
+        hi = def;
+    if (lo > hi)
+        lo = hi;
+    size_t want = unit_bytes / (div ? div : 1), seg = lo;
     while (seg * 2 <= want && seg * 2 <= hi)
         seg *= 2;
     return seg < hi ? seg : hi;

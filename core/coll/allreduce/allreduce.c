@@ -36,8 +36,8 @@ const zap_coll_alg_t zap_allreduce_algs[ZAP_AR_NALGS] = {
 /* First matching row wins. Bytes are count * datatype size. */
 const zap_coll_selection_row_t zap_allreduce_rows[] = {
     {"allreduce", "rd", 1, 1, 0, SIZE_MAX},
-    {"allreduce", "rd", 2, 2, 0, 16384},
-    {"allreduce", "rabenseifner", 2, 2, 16384, SIZE_MAX},
+    {"allreduce", "rd", 2, 2, 0, 8192},
+    {"allreduce", "rabenseifner", 2, 2, 8192, SIZE_MAX},
     {"allreduce", "rd", 3, INT32_MAX, 0, 8192},
     {"allreduce", "rabenseifner", 3, INT32_MAX, 8192, 524288},
     {"allreduce", "ring", 3, INT32_MAX, 524288, SIZE_MAX},

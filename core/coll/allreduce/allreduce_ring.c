@@ -23,8 +23,7 @@
 
 #define PHASE_RS 1
 #define PHASE_AG 2
-#define RING_SEG_DIV 4
-#define RING_SEG_MIN (32 * 1024)
+#define RING_SEG (128 * 1024)
 
 typedef enum ring_state { RING_START, RING_RS_POST, RING_RS_WAIT, RING_AG_POST, RING_AG_WAIT, RING_DONE } ring_state_t;
 
@@ -186,10 +185,11 @@ zap_status_t zap_allreduce_ring_init(zap_coll_op_t *op, const void *sendbuf, voi
     s->dt = dt;
     s->op = zop;
     size_t maxblk = (count + (size_t)p - 1) / (size_t)p;
-    /* Blocks in about RING_SEG_DIV segments (32 KiB to 256 KiB), so even a
-     * 1 MiB allreduce on 8 ranks (128 KiB blocks) combines one segment while
-     * the next arrives (docs/collectives.md, Selection). */
-    s->seg_elems = zap_coll_segment_bytes(maxblk * s->esize, RING_SEG_DIV, RING_SEG_MIN) / s->esize;
+    /* 128 KiB segments unless ZAP_COLL_PIPELINE_BYTES says otherwise: on the
+     * H200 host (8 ranks, shared memory + CMA) they beat 256 KiB ones at
+     * every size from 256 KiB to 16 MiB, by 1.3-1.5x (docs/collectives.md,
+     * Selection). */
+    s->seg_elems = zap_coll_segment_bytes(maxblk * s->esize, 1, RING_SEG, RING_SEG) / s->esize;
     if (s->seg_elems == 0)
         s->seg_elems = 1;
     size_t seg = maxblk < s->seg_elems ? maxblk : s->seg_elems;

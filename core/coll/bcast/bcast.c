@@ -28,10 +28,10 @@ const zap_coll_alg_t zap_bcast_algs[ZAP_BC_NALGS] = {
 };
 
 const zap_coll_selection_row_t zap_bcast_rows[] = {
-    {"bcast", "rd", 1, INT32_MAX, 0, 16384},
+    {"bcast", "rd", 1, INT32_MAX, 0, 8192},
     {"bcast", "binomial", 1, 2, 0, SIZE_MAX},
-    {"bcast", "binomial", 3, INT32_MAX, 0, 4194304},
-    {"bcast", "chain", 3, INT32_MAX, 4194304, SIZE_MAX},
+    {"bcast", "binomial", 3, INT32_MAX, 0, 1048576},
+    {"bcast", "chain", 3, INT32_MAX, 1048576, SIZE_MAX},
 };
 const size_t zap_bcast_nrows = sizeof(zap_bcast_rows) / sizeof(zap_bcast_rows[0]);
 

@@ -20,6 +20,7 @@
 #define CHAIN_WINDOW 4
 #define CHAIN_SEG_DIV 16
 #define CHAIN_SEG_MIN (32 * 1024)
+#define CHAIN_SEG_MAX (256 * 1024)
 _Static_assert(2 * CHAIN_WINDOW <= ZAP_COLL_MAX_REQS, "window too large for the request slots");
 
 typedef enum chain_state { CHAIN_START, CHAIN_STREAM, CHAIN_DONE } chain_state_t;
@@ -160,7 +161,7 @@ zap_status_t zap_bcast_chain_init(zap_coll_op_t *op, void *buf, size_t bytes, in
     /* Segments of about 1/16 of the message (32 KiB to 256 KiB): the pipeline
      * fills in p - 2 segment times, so short segments keep a 1 MiB broadcast
      * from waiting on its first hops (docs/collectives.md, Selection). */
-    s->seg_bytes = zap_coll_segment_bytes(bytes, CHAIN_SEG_DIV, CHAIN_SEG_MIN);
+    s->seg_bytes = zap_coll_segment_bytes(bytes, CHAIN_SEG_DIV, CHAIN_SEG_MIN, CHAIN_SEG_MAX);
     s->nseg = (bytes + s->seg_bytes - 1) / s->seg_bytes;
     op->progress = chain_progress;
     return ZAP_OK;
