@@ -79,7 +79,7 @@ static uint64_t fnv(uint64_t h, const char *s, size_t n)
     return h;
 }
 
-uint64_t zap_stage_host_id(void)
+static uint64_t host_id_once(void)
 {
     char buf[256] = {0};
     uint64_t h = 14695981039346656037ull;
@@ -92,6 +92,15 @@ uint64_t zap_stage_host_id(void)
         h = fnv(h, buf, n);
     }
     return h;
+}
+
+uint64_t zap_stage_host_id(void)
+{
+    static _Atomic uint64_t id;
+    uint64_t v = id;
+    if (v == 0)
+        id = v = host_id_once(); /* racing threads compute and store the same value */
+    return v;
 }
 
 /* Makes the slot's memory at least bytes long on its device (lock not held:
@@ -117,8 +126,10 @@ static zap_status_t slot_size(zap_stage_slot_t *s, size_t bytes)
          * the new handle and close theirs. */
         (void)cudaStreamSynchronize(s->stream);
         (void)cudaFree(s->base);
+        pthread_mutex_lock(&lock); /* same-process peers read base and gen under the lock */
         s->base = NULL;
         s->cap = 0;
+        pthread_mutex_unlock(&lock);
     }
     void *p = NULL;
     cudaError_t err = cudaMalloc(&p, cap);
@@ -133,9 +144,11 @@ static zap_status_t slot_size(zap_stage_slot_t *s, size_t bytes)
         (void)cudaFree(p);
         return st;
     }
+    pthread_mutex_lock(&lock);
     s->base = p;
     s->cap = cap;
     s->gen++;
+    pthread_mutex_unlock(&lock);
     return ZAP_OK;
 }
 

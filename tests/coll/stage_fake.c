@@ -24,7 +24,7 @@ struct zap_stage_slot {
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static zap_stage_slot_t slots[ZAP_STAGE_SLOTS];
-static atomic_int zap_fake_fail_acquire, zap_fake_fail_open, zap_fake_held;
+static atomic_int zap_fake_fail_acquire, zap_fake_fail_open, zap_fake_refuse_move, zap_fake_held, zap_fake_acquires;
 
 void zap_fake_stage_fail(int fail_acquire, int fail_open)
 {
@@ -32,7 +32,12 @@ void zap_fake_stage_fail(int fail_acquire, int fail_open)
     atomic_store(&zap_fake_fail_open, fail_open);
 }
 
+void zap_fake_stage_refuse_move(int n) { atomic_store(&zap_fake_refuse_move, n); }
+
 int zap_fake_stage_held(void) { return atomic_load(&zap_fake_held); }
+
+int zap_fake_stage_acquires(void) { return atomic_load(&zap_fake_acquires); }
+
 
 static bool take(atomic_int *knob)
 {
@@ -43,11 +48,16 @@ static bool take(atomic_int *knob)
 }
 
 bool zap_stage_device_present(void) { return true; }
-bool zap_stage_can_move(zap_mem_kind_t kind) { (void)kind; return true; }
+bool zap_stage_can_move(zap_mem_kind_t kind)
+{
+    (void)kind;
+    return !take(&zap_fake_refuse_move);
+}
 uint64_t zap_stage_host_id(void) { return 42; }
 
 zap_status_t zap_stage_acquire(size_t bytes, zap_stage_slot_t **slot_p, zap_stage_ref_t *ref)
 {
+    atomic_fetch_add(&zap_fake_acquires, 1);
     if (take(&zap_fake_fail_acquire))
         return ZAP_ERR_NO_MEMORY;
     pthread_mutex_lock(&lock);
@@ -60,6 +70,7 @@ zap_status_t zap_stage_acquire(size_t bytes, zap_stage_slot_t **slot_p, zap_stag
     pthread_mutex_unlock(&lock);
     if (s == NULL)
         return ZAP_ERR_BUSY;
+    pthread_mutex_lock(&lock); /* peers read base and gen under the lock */
     if (bytes > s->cap) {
         free(s->base);
         s->base = malloc(bytes);
@@ -68,6 +79,7 @@ zap_status_t zap_stage_acquire(size_t bytes, zap_stage_slot_t **slot_p, zap_stag
         if (s->base == NULL)
             abort();
     }
+    pthread_mutex_unlock(&lock);
     memset(ref, 0, sizeof(*ref));
     ref->host = 42;
     ref->pid = (int32_t)getpid();
@@ -100,10 +112,13 @@ zap_status_t zap_stage_peer(const zap_stage_ref_t *ref, void **base_p)
 {
     if (take(&zap_fake_fail_open))
         return ZAP_ERR_CUDA;
-    if (ref->slot < 0 || ref->slot >= ZAP_STAGE_SLOTS || ref->gen != slots[ref->slot].gen)
+    if (ref->slot < 0 || ref->slot >= ZAP_STAGE_SLOTS)
         return ZAP_ERR_INVALID_PARAM;
+    pthread_mutex_lock(&lock);
+    bool same = ref->gen == slots[ref->slot].gen;
     *base_p = slots[ref->slot].base;
-    return ZAP_OK;
+    pthread_mutex_unlock(&lock);
+    return same ? ZAP_OK : ZAP_ERR_INVALID_PARAM;
 }
 
 zap_status_t zap_stage_copy(zap_stage_slot_t *slot, void *dst, const void *src, size_t bytes)

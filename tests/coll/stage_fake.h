@@ -7,8 +7,11 @@ extern "C" {
 #endif
 /* The next fail_acquire slot acquires and fail_open peer opens fail. */
 void zap_fake_stage_fail(int fail_acquire, int fail_open);
-/* Slots taken and not given back. */
+/* The next n buffers count as host memory (the rank votes no). */
+void zap_fake_stage_refuse_move(int n);
+/* Slots taken and not given back; slot acquires so far. */
 int zap_fake_stage_held(void);
+int zap_fake_stage_acquires(void);
 #ifdef __cplusplus
 }
 #endif

@@ -166,6 +166,38 @@ TEST(StageProtocol, FailuresFallBackTogether)
     }
 }
 
+// A rank whose buffer the device side cannot move votes no in the argument
+// header: every rank runs the host algorithm without any further message
+// (no slot is even taken), and results stay right.
+TEST(StageProtocol, ANoVoteFallsBackBeforeAnyExchange)
+{
+    Env path("ZAP_COLL_GPU_PATH", "ipc");
+    for (int n : {3, 4, 5})
+        for (bool bcast : {false, true}) {
+            World w(n);
+            Counts before;
+            int acquires = zap_fake_stage_acquires();
+            zap_fake_stage_refuse_move(1); // one rank's buffer, whichever asks first
+            if (bcast) {
+                std::vector<uint8_t> data(65537);
+                fill_any(ZAP_DT_UINT8, 2, 4, data.data(), data.size());
+                w.run([&](int r) {
+                    std::vector<uint8_t> b(data.size(), 0);
+                    if (r == 2)
+                        b = data;
+                    EXPECT_EQ(ZAP_OK, zap_bcast(w.c[r], b.data(), b.size(), ZAP_DT_UINT8, 2));
+                    EXPECT_EQ(data, b) << "rank " << r;
+                });
+            } else {
+                allreduce_case(n, ZAP_DT_INT64, ZAP_OP_SUM, 12345, false); // exact: the host order differs
+            }
+            Counts after;
+            EXPECT_EQ(before.done, after.done) << n << " ranks, bcast " << bcast;
+            EXPECT_EQ(before.fb + (uint64_t)n, after.fb) << n << " ranks, bcast " << bcast;
+            EXPECT_EQ(acquires, zap_fake_stage_acquires()) << "a slot was taken after a no vote";
+        }
+}
+
 TEST(StageProtocol, OutstandingOperationsAndMismatch)
 {
     Env path("ZAP_COLL_GPU_PATH", "ipc");

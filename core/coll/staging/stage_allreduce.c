@@ -138,6 +138,8 @@ static zap_status_t ar_progress(zap_coll_op_t *op)
     for (;;) {
         switch (s->state) {
         case AR_COPY_IN:
+            if (!zap_stage_voted_yes(op))
+                return fall_back(op); /* no message beyond the header */
             zap_stage_x_init(op, &s->x, off_b(s, op->comm->size) + align256((s->count + (size_t)op->comm->size - 1) /
                                                                               (size_t)op->comm->size * s->esize),
                              s->can);
@@ -262,6 +264,7 @@ zap_status_t zap_stage_allreduce_init(zap_coll_op_t *op, const void *sendbuf, vo
     s->dst_managed = op->mem == ZAP_MEM_MANAGED;
     /* Host buffers stay on the host path (all ranks fall back together). */
     s->can = zap_stage_can_move(op->mem);
+    zap_stage_vote(op, s->can);
     zap_status_t st = zap_coll_rd_init(op, 0, NULL, 0, dt, zop);
     if (st != ZAP_OK)
         return st;

@@ -52,6 +52,8 @@ static zap_status_t bc_progress(zap_coll_op_t *op)
     for (;;) {
         switch (s->state) {
         case BC_COPY_IN:
+            if (!zap_stage_voted_yes(op))
+                return fall_back(op); /* no message beyond the header */
             zap_stage_x_init(op, &s->x, is_root ? s->bytes : 0, s->can);
             if (s->x.can) {
                 if (s->managed)
@@ -143,6 +145,7 @@ zap_status_t zap_stage_bcast_init(zap_coll_op_t *op, void *buf, size_t bytes, in
     s->state = BC_COPY_IN;
     s->managed = op->mem == ZAP_MEM_MANAGED;
     s->can = zap_stage_can_move(op->mem);
+    zap_stage_vote(op, s->can);
     op->progress = bc_progress;
     return ZAP_OK;
 }

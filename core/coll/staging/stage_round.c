@@ -25,7 +25,8 @@ bool zap_stage_wanted(zap_coll_op_t *op, size_t bytes)
     if (p < 2 || p > ZAP_STAGE_MAX_RANKS || bytes == 0)
         return false;
     /* The recursive-doubling allreduce carries the argument header in its
-     * data; it is chosen only for small vectors, where the path does not pay. */
+     * data (its vote could not be read before the data moved); it is chosen
+     * only for small vectors, where the path does not pay. */
     if (op->kind == ZAP_COLL_ALLREDUCE && op->alg == ZAP_AR_RD)
         return false;
     int path = PATH_AUTO;
@@ -33,10 +34,27 @@ bool zap_stage_wanted(zap_coll_op_t *op, size_t bytes)
     if (zap_cfg_get_choice(ZAP_CFG_COLL_GPU_PATH, &path) != ZAP_OK ||
         zap_cfg_get_u64(ZAP_CFG_COLL_GPU_MIN_BYTES, &min_bytes) != ZAP_OK)
         return false; /* already logged; the host path is always correct */
-    if (path == PATH_OFF || (path == PATH_AUTO && bytes < min_bytes) || !zap_stage_device_present())
-        return false;
-    op->alg |= ZAP_STAGE_ALG_FLAG;
-    return true;
+    return path != PATH_OFF && (path == PATH_IPC || bytes >= min_bytes) && zap_stage_device_present();
+}
+
+/* The vote rides in a lane of the header's lanes word that the mismatch
+ * check ignores; the agreement combines equal words unchanged and rebuilds
+ * the defined lanes of differing ones, leaving this lane 0: its agreed
+ * minimum is 1 exactly when every rank voted 1. */
+_Static_assert(ZAP_LANE_N <= ZAP_STAGE_VOTE_LANE && ZAP_STAGE_VOTE_LANE < 8, "the vote lane is free");
+#define VOTE_BIT ((uint64_t)1 << (8 * ZAP_STAGE_VOTE_LANE))
+
+void zap_stage_vote(zap_coll_op_t *op, bool can)
+{
+    if (can) {
+        op->hdr_own.min[ZAP_HDR_LANES] |= VOTE_BIT;
+        op->hdr_own.max[ZAP_HDR_LANES] |= VOTE_BIT;
+    }
+}
+
+bool zap_stage_voted_yes(const zap_coll_op_t *op)
+{
+    return op->rd.acc != NULL && (op->rd.acc->min[ZAP_HDR_LANES] & VOTE_BIT) != 0;
 }
 
 void zap_stage_x_init(zap_coll_op_t *op, zap_stage_x_t *x, size_t bytes, bool can)

@@ -38,6 +38,11 @@ typedef struct zap_stage_x {
     zap_status_t rst[ZAP_STAGE_MAX_RANKS];
 } zap_stage_x_t;
 
+/* Votes yes in op's header when can (after zap_coll_hdr_init). */
+void zap_stage_vote(zap_coll_op_t *op, bool can);
+/* After the argument agreement: whether every rank voted yes. */
+bool zap_stage_voted_yes(const zap_coll_op_t *op);
+
 /* Takes a slot of bytes when can (x->can tells whether it got one) or a
  * slot for the mailbox alone, and prepares the messages. Never fails: a rank
  * without memory declines in round 1. */
