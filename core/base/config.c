@@ -89,7 +89,7 @@ static const cfg_row_t rows[] = {
                                 "Allreduce and broadcast on managed or device buffers of ranks on one host: "
                                 "move the data GPU to GPU through CUDA IPC staging buffers (auto: from "
                                 "ZAP_COLL_GPU_MIN_BYTES, ipc: at every size) or always through the host "
-                                "transport (off). Must be the same on every rank."},
+                                "transport (off). Where ranks differ, all use the host transport."},
                                CFG_CHOICE, "auto|ipc|off", 0, 0},
     [ZAP_CFG_COLL_GPU_MIN_BYTES] = {{"ZAP_COLL_GPU_MIN_BYTES", "64K", "bytes, 0 to 1T",
                                      "Smallest allreduce or broadcast that takes the GPU path under "
