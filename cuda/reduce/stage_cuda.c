@@ -17,7 +17,12 @@
 _Static_assert(sizeof(cudaIpcMemHandle_t) == ZAP_STAGE_HANDLE_BYTES, "IPC handle size");
 
 #define MAILBOX_BYTES 4096
-#define PEER_MAPS 64
+/* Peer mappings, one per (peer process, peer slot, our device). One job of up
+ * to 8 ranks needs at most 7 x 16 per device; the table holds twice the
+ * slots of 8 peers, so the least recently used mapping is closed only when
+ * far more peer processes than that have been seen. */
+#define ZAP_STAGE_MAX_PEERS 8
+#define PEER_MAPS (2 * ZAP_STAGE_SLOTS * ZAP_STAGE_MAX_PEERS)
 #define SLOT_ALIGN (2u << 20) /* grow in 2 MiB steps: fewer reallocations (each re-opened by peers) */
 
 struct zap_stage_slot {
