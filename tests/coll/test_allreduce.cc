@@ -158,6 +158,31 @@ TEST(Allreduce, UnknownAlgorithmNameIsAnErrorListingValidOnes)
     EXPECT_TRUE(log.contains("rabenseifner")) << log.all();
 }
 
+// The algorithm setting is parsed once and cached per thread; every change of
+// the environment between calls (set, replaced, added beside, removed) must
+// still be seen by the next call.
+TEST(Allreduce, AlgorithmSettingChangesBetweenCallsAreSeen)
+{
+    World w(1);
+    int x = 3, y = 0;
+    // One rank, called on this thread: the cache is per thread.
+    auto call = [&] { return zap_allreduce(w.c[0], &x, &y, 1, ZAP_DT_INT32, ZAP_OP_SUM); };
+    unsetenv("ZAP_ALLREDUCE_ALG");
+    EXPECT_EQ(call(), ZAP_OK);
+    setenv("ZAP_ALLREDUCE_ALG", "bogus", 1);
+    EXPECT_EQ(call(), ZAP_ERR_INVALID_PARAM);
+    setenv("ZAP_ALLREDUCE_ALG", "ring", 1);
+    EXPECT_EQ(call(), ZAP_OK);
+    setenv("ZAP_COLL_TEST_NEIGHBOUR", "1", 1); // environ grows (and may move)
+    setenv("ZAP_ALLREDUCE_ALG", "bogus", 1);
+    EXPECT_EQ(call(), ZAP_ERR_INVALID_PARAM);
+    unsetenv("ZAP_COLL_TEST_NEIGHBOUR"); // entries shift
+    EXPECT_EQ(call(), ZAP_ERR_INVALID_PARAM);
+    unsetenv("ZAP_ALLREDUCE_ALG");
+    EXPECT_EQ(call(), ZAP_OK);
+    EXPECT_EQ(y, 3);
+}
+
 TEST(Allreduce, BitwiseOpOnFloatIsUnsupportedOnThatRankAndMismatchElsewhere)
 {
     LogCapture log;
