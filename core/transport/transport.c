@@ -1,8 +1,8 @@
 /* The contract's entry points: argument checks shared by every backend, then
  * the backend's ops. The blocking forms are built here from the non-blocking
  * ones, so every backend gets the same deadline behaviour, unless a backend
- * has its own (ops->send/recv, held to the same contract; the timeout is
- * logged here either way). */
+ * has its own (ops->send/recv, held to the same contract and logging a
+ * timeout with the same line). */
 #include "transport/transport_impl.h"
 #include "base/log.h"
 #include <string.h>
@@ -63,8 +63,7 @@ static zap_status_t check_post(zap_transport_t *t, int peer, const void *buf, si
     return check_peer(t, peer, buf, len);
 }
 
-/* The one log line of a blocking wait that gave up, whichever path it took. */
-static void log_timeout(const zap_transport_t *t, zap_request_kind_t kind, int peer, uint64_t tag)
+void zap_transport_log_timeout(const zap_transport_t *t, zap_request_kind_t kind, int peer, uint64_t tag)
 {
     zap_error("transport %s: rank %d timed out after %.1f s waiting for %s peer rank %d (tag 0x%llx)",
               t->ops->name, t->rank, zap_timeout_seconds(), kind == ZAP_REQ_SEND ? "a send to" : "a receive from",
@@ -90,12 +89,8 @@ zap_status_t zap_transport_send(zap_transport_t *t, int peer, uint64_t tag, cons
     zap_status_t st = check_peer(t, peer, buf, len);
     if (st != ZAP_OK)
         return st;
-    if (t->ops->send != NULL) {
-        st = t->ops->send(t, peer, tag, buf, len);
-        if (st == ZAP_ERR_TIMED_OUT)
-            log_timeout(t, ZAP_REQ_SEND, peer, tag);
-        return st;
-    }
+    if (t->ops->send != NULL)
+        return t->ops->send(t, peer, tag, buf, len);
     zap_request_t *req = NULL;
     st = t->ops->isend(t, peer, tag, buf, len, &req);
     if (st != ZAP_OK)
@@ -110,12 +105,8 @@ zap_status_t zap_transport_recv(zap_transport_t *t, int peer, uint64_t tag, void
     zap_status_t st = check_peer(t, peer, buf, cap);
     if (st != ZAP_OK)
         return st;
-    if (t->ops->recv != NULL) {
-        st = t->ops->recv(t, peer, tag, buf, cap, len_p);
-        if (st == ZAP_ERR_TIMED_OUT)
-            log_timeout(t, ZAP_REQ_RECV, peer, tag);
-        return st;
-    }
+    if (t->ops->recv != NULL)
+        return t->ops->recv(t, peer, tag, buf, cap, len_p);
     zap_request_t *req = NULL;
     st = t->ops->irecv(t, peer, tag, buf, cap, &req);
     if (st != ZAP_OK)
@@ -222,7 +213,7 @@ zap_status_t zap_request_wait_until(zap_request_t *req, double deadline)
     }
     zap_status_t st = req->transport->ops->wait(req, deadline);
     if (st == ZAP_ERR_TIMED_OUT)
-        log_timeout(req->transport, req->kind, req->peer, req->tag);
+        zap_transport_log_timeout(req->transport, req->kind, req->peer, req->tag);
     return st;
 }
 

@@ -35,8 +35,9 @@ typedef struct zap_transport_ops {
      * a zap request with a completion callback, which shows at 8 bytes).
      * They keep the contract of zap_transport_send/recv: borrow the buffer
      * until they return, give up after ZAP_TIMEOUT with ZAP_ERR_TIMED_OUT
-     * (transport.c logs it with the peer), and return the statuses isend and
-     * irecv would, and a receive's truncation or failure as a wait would. */
+     * (logged with zap_transport_log_timeout), and return the statuses isend
+     * and irecv would, and a receive's truncation or failure as a wait
+     * would. transport.c has checked the arguments. */
     zap_status_t (*send)(zap_transport_t *t, int peer, uint64_t tag, const void *buf, size_t len);
     zap_status_t (*recv)(zap_transport_t *t, int peer, uint64_t tag, void *buf, size_t cap, size_t *len_p);
 } zap_transport_ops_t;
@@ -68,6 +69,8 @@ void zap_transport_base_init(zap_transport_t *t, const zap_transport_ops_t *ops,
                              zap_pool_t *pool, bool owns_pool);
 void zap_request_base_init(zap_request_t *req, zap_transport_t *t, zap_request_kind_t kind, int peer,
                            uint64_t tag);
+/* The log line of a blocking wait that gave up, for every path to it. */
+void zap_transport_log_timeout(const zap_transport_t *t, zap_request_kind_t kind, int peer, uint64_t tag);
 static inline void zap_request_complete(zap_request_t *req, zap_status_t status)
 {
     atomic_store_explicit(&req->status, (int)status, memory_order_release);

@@ -379,7 +379,7 @@ static void handle_failures(ucp_transport_t *u)
         send_notices(u);
 }
 
-static void progress_locked(ucp_transport_t *u)
+static inline void progress_locked(ucp_transport_t *u)
 {
     ucp_worker_progress(u->w.worker);
     /* Now and then (a probe of the unexpected queue, every 4096 progress
@@ -697,6 +697,8 @@ static zap_status_t ucp_send_blocking(zap_transport_t *t, int peer, uint64_t tag
     }
     st = inline_status(u, s, why, ZAP_REQ_SEND, peer, tag, len, len);
     spin_unlock(&u->lock);
+    if (st == ZAP_ERR_TIMED_OUT)
+        zap_transport_log_timeout(t, ZAP_REQ_SEND, peer, tag);
     return st;
 }
 
@@ -733,6 +735,8 @@ static zap_status_t ucp_recv_blocking(zap_transport_t *t, int peer, uint64_t tag
     spin_unlock(&u->lock);
     if (st == ZAP_OK && len_p != NULL)
         *len_p = info.length;
+    else if (st == ZAP_ERR_TIMED_OUT)
+        zap_transport_log_timeout(t, ZAP_REQ_RECV, peer, tag);
     return st;
 }
 
