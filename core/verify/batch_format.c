@@ -175,8 +175,8 @@ zap_status_t zap_batch_parse(const void *buf, size_t len, unsigned flags, zap_ba
     v.records = p + records_off;
     v.blob = v.blob_len ? p + blob_off : NULL;
     if (!(flags & ZAP_BATCH_PARSE_SKIP_CRC)) {
-        uint32_t c = zap_crc32c(0, v.records, (size_t)(v.n_items * v.stride));
-        c = zap_crc32c(c, v.blob, (size_t)v.blob_len);
+        uint32_t c = zap_crc32c_parallel(0, v.records, (size_t)(v.n_items * v.stride));
+        c = zap_crc32c_parallel(c, v.blob, (size_t)v.blob_len);
         if (c != v.crc32c) {
             snprintf(d, dcap, "crc32c of records and blob is 0x%08x, header says 0x%08x", c, v.crc32c);
             r = ZAP_BATCH_ERR_CRC;
@@ -251,8 +251,8 @@ zap_status_t zap_batch_write_header(void *buf, size_t len, const zap_batch_view_
     zap_put64(p + ZAP_BH_RECORDS_OFF, l.records_off);
     zap_put64(p + ZAP_BH_BLOB_OFF, view->blob_len ? l.blob_off : 0);
     zap_put32(p + ZAP_BH_BLOB_LEN, (uint32_t)view->blob_len);
-    uint32_t c = zap_crc32c(0, p + l.records_off, (size_t)(view->n_items * view->stride));
-    c = zap_crc32c(c, p + l.blob_off, (size_t)view->blob_len);
+    uint32_t c = zap_crc32c_parallel(0, p + l.records_off, (size_t)(view->n_items * view->stride));
+    c = zap_crc32c_parallel(c, p + l.blob_off, (size_t)view->blob_len);
     zap_put32(p + ZAP_BH_CRC, c);
     return ZAP_OK;
 }

@@ -6,13 +6,15 @@
  *   1. plan      bcast of a fixed-size plan from the root: its parse status
  *                and the batch header (plus, for variable messages under
  *                scatter, each rank's blob slice);
- *   2. distribute scatterv of each rank's record bytes (and blob slice), or a
- *                bcast of the whole batch; the root keeps its own shard in
- *                place (it scatters 0 bytes to itself), so its memory stays
- *                at the batch plus bookkeeping;
- *   3. verify    each rank verifies its shard into its words of a full-length
- *                bitmap; a MIN-allreduce of the local status follows, so a
- *                rank whose verifier failed fails the job everywhere;
+ *   2. distribute the root streams each rank its records (and blob slice)
+ *                in segments that double in size (job_stream.c), or
+ *                broadcasts the whole batch; the root keeps its own shard in
+ *                place, so its memory stays at the batch plus bookkeeping;
+ *   3. verify    overlapped with 2: the root verifies its shard while a
+ *                helper thread sends, a rank verifies segment k while k + 1
+ *                arrives, each into its words of a full-length bitmap; a
+ *                MIN-allreduce of the local status follows, so a rank whose
+ *                verifier (or stream) failed fails the job everywhere;
  *   4. combine   OR-allreduce of the bitmaps (each rank set only its own
  *                words) or allgatherv of each rank's words; then a
  *                SUM-allreduce of (checked, invalid, malformed) and the checks
@@ -33,9 +35,15 @@
  * that it stays malformed: verdicts never depend on the rank count. The cost
  * is one pass over the records on the root and one over each shard. */
 #include "verify/verify_impl.h"
+#include "verify/job_stream.h"
 #include "base/log.h"
+#include <pthread.h>
 #include <sodium.h>
 #include <stdlib.h>
+
+/* The first segment of a scatter stream: 64k records of 128 bytes, ~10 ms on
+ * an H200, so a rank starts verifying soon after the root. */
+#define ZAP_VERIFY_SEGMENT_BYTES ((uint64_t)8 << 20)
 
 int zap_verify_test_flip_rank = -1;
 
@@ -43,7 +51,7 @@ typedef struct plan {
     int32_t status;          /* the root's parse status; ZAP_OK to go on */
     uint32_t scheme, flags, stride, fixed_msg_len;
     uint32_t mode, combine;
-    uint32_t pad;
+    uint32_t segment_bytes;  /* the first segment of a scatter stream (job_stream.c); UINT32_MAX: no limit */
     uint64_t n_items, batch_id, blob_len;
     uint64_t total_len;      /* bytes of the whole batch (bcast mode) */
 } plan_t;
@@ -55,6 +63,7 @@ typedef struct rank_row {
     double verify_seconds;
     uint64_t peak_rss_kb;
     uint8_t digest[32];
+    double in_place_seconds;
 } rank_row_t;
 
 /* A non-root rank's check of the plan it received: the status must be one
@@ -78,7 +87,7 @@ static zap_status_t plan_check(const plan_t *p, int root)
     uint32_t min = fixed ? ZAP_BATCH_RECORD_SIZE : ZAP_VAR_RECORD_MIN;
     if (p->scheme != ZAP_SCHEME_ED25519_LIBSODIUM_1_0_18 || (p->flags & ~ZAP_BATCH_FLAG_FIXED_MSG) ||
         p->stride < min || p->stride > ZAP_BATCH_MAX_STRIDE || p->stride % 16 || p->mode > ZAP_VERIFY_BCAST ||
-        p->combine > ZAP_COMBINE_ALLGATHERV || p->total_len < ZAP_BATCH_HEADER_SIZE ||
+        p->combine > ZAP_COMBINE_ALLGATHERV || p->total_len < ZAP_BATCH_HEADER_SIZE || p->segment_bytes == 0 ||
         p->n_items > (p->total_len - ZAP_BATCH_HEADER_SIZE) / p->stride || p->blob_len > p->total_len ||
         (fixed && p->blob_len) || p->total_len > SIZE_MAX) {
         zap_error("verify: job: the plan from rank %d is damaged (scheme %u, flags 0x%x, stride %u, n_items %llu, "
@@ -88,6 +97,11 @@ static zap_status_t plan_check(const plan_t *p, int root)
         return ZAP_ERR_CORRUPT;
     }
     return ZAP_OK;
+}
+
+static uint64_t seg_bytes(const plan_t *p)
+{
+    return p->segment_bytes == UINT32_MAX ? UINT64_MAX : p->segment_bytes;
 }
 
 static zap_status_t digest_of(const zap_verify_result_t *r, uint8_t out[32])
@@ -140,20 +154,22 @@ static void blob_slice(const zap_batch_view_t *v, uint64_t first, uint64_t count
     *hi_p = hi;
 }
 
-/* Rewrites the message offsets of count records (in place) from the original
- * blob's coordinates to the slice [lo, hi). */
-static void rebase_records(uint8_t *records, uint32_t stride, uint64_t count, uint64_t lo, uint64_t hi)
+/* The root's broadcast of the whole batch, on a helper thread. */
+typedef struct bcast_arg {
+    zap_comm_t *comm;
+    void *buf;
+    uint64_t len;
+    int root;
+    zap_status_t status;
+    double t_done;
+} bcast_arg_t;
+
+static void *bcast_main(void *arg)
 {
-    for (uint64_t i = 0; i < count; i++) {
-        uint8_t *rec = records + i * stride;
-        uint64_t off = zap_le32(rec + ZAP_REC_MSG_OFF), len = zap_le32(rec + ZAP_REC_MSG_LEN);
-        if (off < lo || off + len > hi) {
-            zap_put32(rec + ZAP_REC_MSG_OFF, UINT32_MAX); /* outside any slice: stays malformed */
-            zap_put32(rec + ZAP_REC_MSG_LEN, UINT32_MAX);
-        } else {
-            zap_put32(rec + ZAP_REC_MSG_OFF, (uint32_t)(off - lo));
-        }
-    }
+    bcast_arg_t *a = arg;
+    a->status = zap_bcast(a->comm, a->buf, (size_t)a->len, ZAP_DT_UINT8, a->root);
+    a->t_done = zap_clock_now();
+    return NULL;
 }
 
 void zap_verify_result_cleanup(zap_verify_result_t *result)
@@ -191,6 +207,9 @@ zap_status_t zap_verify_job(zap_comm_t *comm, const void *batch, size_t len, con
     size_t *counts = NULL, *displs = NULL;
     uint32_t *mine = NULL;
     rank_row_t *rows = NULL;
+    zap_vseg_t *segs = NULL;
+    zap_vsend_rank_t *sranks = NULL;
+    zap_vrecv_t *stream = NULL;
 
     /* 1. plan */
     double t0 = zap_clock_now();
@@ -210,6 +229,8 @@ zap_status_t zap_verify_job(zap_comm_t *comm, const void *batch, size_t len, con
         plan.batch_id = root_view.batch_id;
         plan.blob_len = root_view.blob_len;
         plan.total_len = len;
+        uint64_t seg = prm.segment_bytes ? prm.segment_bytes : ZAP_VERIFY_SEGMENT_BYTES;
+        plan.segment_bytes = seg >= UINT32_MAX ? UINT32_MAX : (uint32_t)seg;
     }
     s = zap_bcast(comm, &plan, sizeof(plan), ZAP_DT_UINT8, root);
     if (s != ZAP_OK)
@@ -233,7 +254,19 @@ zap_status_t zap_verify_job(zap_comm_t *comm, const void *batch, size_t len, con
         uint64_t f, c;
         zap_verify_shard(plan.n_items, nranks, rank, &f, &c);
         mine = calloc((size_t)((c + 31) / 32) + 1, sizeof(uint32_t)); /* allgatherv send copy */
-        if (!res.bitmap || !res.ranks || !counts || !displs || !rows || !slices || !mine) {
+        /* Segment tables of a scatter stream, sized as if every rank had a
+         * blob slice: the root's for all other ranks, a rank's for itself. */
+        size_t nseg = 0;
+        int var = !(plan.flags & ZAP_BATCH_FLAG_FIXED_MSG);
+        for (int r = 0; r < nranks && plan.mode == ZAP_VERIFY_SCATTER; r++) {
+            uint64_t rf, rc;
+            zap_verify_shard(plan.n_items, nranks, r, &rf, &rc);
+            if (rank == root ? r != root : r == rank)
+                nseg += zap_vseg_plan(rc, plan.stride, var, seg_bytes(&plan), NULL);
+        }
+        segs = calloc(nseg ? nseg : 1, sizeof(*segs));
+        sranks = calloc((size_t)nranks, sizeof(*sranks));
+        if (!res.bitmap || !res.ranks || !counts || !displs || !rows || !slices || !mine || !segs || !sranks) {
             zap_error("verify: job: no memory for the verdict set of %llu items", (unsigned long long)plan.n_items);
             local = ZAP_ERR_NO_MEMORY;
         }
@@ -253,7 +286,7 @@ zap_status_t zap_verify_job(zap_comm_t *comm, const void *batch, size_t len, con
     uint64_t first, count;
     zap_verify_shard(plan.n_items, nranks, rank, &first, &count);
 
-    /* 2. distribute */
+    /* 2 and 3. distribute and verify, overlapped */
     zap_batch_view_t shard;
     memset(&shard, 0, sizeof(shard));
     shard.version = ZAP_BATCH_VERSION;
@@ -274,91 +307,164 @@ zap_status_t zap_verify_job(zap_comm_t *comm, const void *batch, size_t len, con
         if (s != ZAP_OK)
             goto out;
     }
-    /* Receive buffers come from the transport's pool (sends from it need no
-     * copy); a rank that cannot get one says so before any bulk transfer. */
-    if (rank != root) {
-        uint64_t need = plan.mode == ZAP_VERIFY_BCAST ? plan.total_len
-                        : count * plan.stride + (var_scatter ? slices[2 * rank + 1] - slices[2 * rank] : 0);
-        if (need > 0)
-            local = zap_transport_alloc(t, (size_t)need, &shard_buf);
-    }
-    int32_t ready = local;
-    s = zap_allreduce(comm, ZAP_IN_PLACE, &ready, 1, ZAP_DT_INT32, ZAP_OP_MIN);
-    if (s != ZAP_OK)
-        goto out;
-    if (ready != ZAP_OK) {
-        s = (zap_status_t)ready;
-        if (local == ZAP_OK)
-            zap_error("verify: job: another rank could not allocate its receive buffer: %s", zap_status_string(s));
-        goto out;
-    }
+    const int gpu_planned = rank != root && zap_verify_gpu_planned(&prm, count);
+    const int dev = zap_vstream_device(t, gpu_planned);
+    zap_verify_stats_t st;
+    memset(&st, 0, sizeof(st));
+    double t1 = 0, t_in_place = 0;
     if (plan.mode == ZAP_VERIFY_BCAST) {
-        const uint8_t *whole = rank == root ? batch : shard_buf.ptr;
-        s = zap_bcast(comm, (void *)whole, plan.total_len, ZAP_DT_UINT8, root);
+        /* Receive buffers come from the transport's pool (sends from it need
+         * no copy); a rank that cannot get one says so before the transfer. */
+        if (rank != root && plan.total_len > 0)
+            local = zap_transport_alloc(t, (size_t)plan.total_len, &shard_buf);
+        int32_t ready = local;
+        s = zap_allreduce(comm, ZAP_IN_PLACE, &ready, 1, ZAP_DT_INT32, ZAP_OP_MIN);
         if (s != ZAP_OK)
             goto out;
-        zap_batch_view_t all;
-        if (rank == root) {
-            all = root_view;
-        } else {
-            local = zap_batch_parse(whole, plan.total_len, 0, &all, NULL, NULL, 0);
-            if (local == ZAP_OK && (all.n_items != plan.n_items || all.batch_id != plan.batch_id))
-                local = ZAP_ERR_CORRUPT;
-        }
-        if (local == ZAP_OK) {
-            shard = all;
-            shard.records = all.records + first * all.stride;
-            shard.n_items = count;
-        }
-    } else {
-        uint64_t slice_lo = var_scatter ? slices[2 * rank] : 0;
-        uint64_t slice_len = var_scatter ? slices[2 * rank + 1] - slice_lo : 0;
-        uint64_t rec_bytes = count * plan.stride;
-        if (rank == root) {
-            for (int r = 0; r < nranks; r++) {
-                uint64_t f, c;
-                zap_verify_shard(plan.n_items, nranks, r, &f, &c);
-                counts[r] = r == root ? 0 : (size_t)(c * plan.stride);
-                displs[r] = (size_t)(f * plan.stride);
-            }
-        }
-        uint8_t *recv = shard_buf.ptr;
-        s = zap_scatterv(comm, root_view.records, counts, displs, rank == root ? NULL : recv,
-                         rank == root ? 0 : (size_t)rec_bytes, ZAP_DT_UINT8, root);
-        if (s != ZAP_OK)
+        if (ready != ZAP_OK) {
+            s = (zap_status_t)ready;
+            if (local == ZAP_OK)
+                zap_error("verify: job: another rank could not allocate its receive buffer: %s",
+                          zap_status_string(s));
             goto out;
-        if (var_scatter) {
-            if (rank == root)
-                for (int r = 0; r < nranks; r++) {
-                    counts[r] = r == root ? 0 : (size_t)(slices[2 * r + 1] - slices[2 * r]);
-                    displs[r] = (size_t)slices[2 * r];
-                }
-            s = zap_scatterv(comm, root_view.blob, counts, displs, rank == root ? NULL : recv + rec_bytes,
-                             rank == root ? 0 : (size_t)slice_len, ZAP_DT_UINT8, root);
-            if (s != ZAP_OK)
-                goto out;
         }
         if (rank == root) {
+            /* The root has the batch: it verifies its shard while a helper
+             * thread drives the broadcast (the communicator stays with one
+             * thread at a time: the job's thread does not touch it meanwhile). */
+            bcast_arg_t ba = {comm, (void *)batch, plan.total_len, root, ZAP_OK, 0};
+            pthread_t tid;
+            int threaded = zap_vstream_thread(&tid, bcast_main, &ba, dev) == 0;
+            if (!threaded)
+                bcast_main(&ba);
+            t1 = zap_clock_now();
             shard = root_view;
             shard.records = root_view.records + first * root_view.stride;
             shard.n_items = count;
+            local = zap_verify_piece(&shard, &prm, count, res.bitmap + first / 32, NULL, &st);
+            if (threaded)
+                pthread_join(tid, NULL);
+            s = ba.status;
+            t_in_place = ba.t_done;
+            if (s != ZAP_OK)
+                goto out;
         } else {
-            shard.records = recv;
-            if (var_scatter) {
-                rebase_records(recv, plan.stride, count, slice_lo, slice_lo + slice_len);
-                shard.blob = slice_len ? recv + rec_bytes : NULL;
-                shard.blob_len = slice_len;
+            s = zap_bcast(comm, shard_buf.ptr, plan.total_len, ZAP_DT_UINT8, root);
+            if (s != ZAP_OK)
+                goto out;
+            t_in_place = zap_clock_now();
+            zap_batch_view_t all;
+            local = zap_batch_parse(shard_buf.ptr, plan.total_len, 0, &all, NULL, NULL, 0);
+            if (local == ZAP_OK && (all.n_items != plan.n_items || all.batch_id != plan.batch_id))
+                local = ZAP_ERR_CORRUPT;
+            t1 = zap_clock_now();
+            if (local == ZAP_OK) {
+                shard = all;
+                shard.records = all.records + first * all.stride;
+                shard.n_items = count;
+                local = zap_verify_piece(&shard, &prm, count, res.bitmap + first / 32, NULL, &st);
             }
         }
+    } else if (rank == root) {
+        /* Scatter, root: a sender thread streams every other rank its
+         * segments while this thread verifies the root's shard in place. */
+        zap_vsend_t *sender = NULL;
+        int nsr = 0;
+        size_t used = 0;
+        for (int r = 0; r < nranks; r++) {
+            uint64_t f, c;
+            zap_verify_shard(plan.n_items, nranks, r, &f, &c);
+            if (r == root)
+                continue;
+            uint64_t lo = var_scatter ? slices[2 * r] : 0, hi = var_scatter ? slices[2 * r + 1] : 0;
+            size_t n = zap_vseg_plan(c, plan.stride, hi - lo, seg_bytes(&plan), segs + used);
+            sranks[nsr++] = (zap_vsend_rank_t){r, root_view.records + f * plan.stride,
+                                               hi > lo ? root_view.blob + lo : NULL, segs + used, n};
+            used += n;
+        }
+        if (used > 0) {
+            s = zap_vsend_start(t, sranks, nsr, dev, &sender);
+            if (s != ZAP_OK)
+                goto out;
+        }
+        t1 = zap_clock_now();
+        shard = root_view;
+        shard.records = root_view.records + first * root_view.stride;
+        shard.n_items = count;
+        local = zap_verify_piece(&shard, &prm, count, res.bitmap + first / 32, NULL, &st);
+        t_in_place = t1;
+        if (sender) {
+            s = zap_vsend_finish(sender, &t_in_place);
+            if (s != ZAP_OK)
+                goto out;
+        }
+    } else {
+        /* Scatter, another rank: verify each segment as it arrives. */
+        uint64_t slice_lo = var_scatter ? slices[2 * rank] : 0;
+        uint64_t slice_len = var_scatter ? slices[2 * rank + 1] - slice_lo : 0;
+        size_t nseg = zap_vseg_plan(count, plan.stride, slice_len, seg_bytes(&plan), segs);
+        if (nseg > 0) {
+            zap_vrecv_opts_t ro = {gpu_planned && dev >= 0, var_scatter, plan.stride, slice_lo, slice_lo + slice_len};
+            s = zap_vrecv_start(t, root, segs, nseg, dev, &ro, &stream);
+            if (s != ZAP_OK)
+                goto out;
+        }
+        const uint8_t *blob_host = NULL, *blob_dev = NULL;
+        shard.blob_len = slice_len;
+        for (size_t k = 0; k < nseg && local == ZAP_OK; k++) {
+            uint8_t *host = NULL;
+            const uint8_t *devp = NULL;
+            local = zap_vrecv_get(stream, k, &host, &devp);
+            if (local != ZAP_OK)
+                break;
+            if (segs[k].blob) {
+                blob_host = host;
+                blob_dev = devp;
+                continue;
+            }
+            if (t1 == 0)
+                t1 = zap_clock_now();
+            zap_batch_view_t piece = shard;
+            piece.n_items = segs[k].items;
+            uint32_t *words = res.bitmap + (first + segs[k].item_off) / 32;
+            zap_verify_stats_t ps;
+            memset(&ps, 0, sizeof(ps));
+            if (devp) {
+                /* The device copy, on the GPU only: the CPU cannot read it. */
+                zap_verify_params_t gp = prm;
+                gp.verifier = ZAP_VERIFIER_GPU;
+                piece.records = devp;
+                piece.blob = blob_dev ? blob_dev : blob_host;
+                local = zap_verify_piece(&piece, &gp, count, words, NULL, &ps);
+                if (local != ZAP_OK)
+                    zap_warn("verify: job: the gpu failed on the device copy of segment %zu (%s); verifying its "
+                             "host bytes as the verifier setting says",
+                             k, zap_status_string(local));
+            }
+            if (!devp || local != ZAP_OK) {
+                piece.records = host;
+                piece.blob = blob_host;
+                local = zap_verify_piece(&piece, &prm, count, words, NULL, &ps);
+            }
+            st.checked += ps.checked;
+            st.invalid += ps.invalid;
+            st.malformed += ps.malformed;
+            st.used = ps.used;
+            st.threads = ps.threads;
+            st.seconds += ps.seconds;
+        }
+        t_in_place = zap_clock_now();
+        if (stream) {
+            zap_status_t rs = zap_vrecv_finish(stream, &t_in_place);
+            if (local == ZAP_OK)
+                local = rs;
+        }
+        if (count == 0)
+            st.used = ZAP_VERIFIER_CPU;
     }
-    double t1 = zap_clock_now();
+    if (t1 == 0)
+        t1 = zap_clock_now();
     res.distribute_seconds = t1 - t0;
-
-    /* 3. verify */
-    zap_verify_stats_t st;
-    memset(&st, 0, sizeof(st));
-    if (local == ZAP_OK)
-        local = zap_verify_batch(&shard, &prm, res.bitmap + first / 32, NULL, &st);
     int32_t worst = local;
     s = zap_allreduce(comm, ZAP_IN_PLACE, &worst, 1, ZAP_DT_INT32, ZAP_OP_MIN);
     if (s != ZAP_OK)
@@ -411,6 +517,7 @@ zap_status_t zap_verify_job(zap_comm_t *comm, const void *batch, size_t len, con
     me.used = (uint32_t)st.used;
     me.verify_seconds = st.seconds;
     me.peak_rss_kb = zap_verify_peak_rss_kb();
+    me.in_place_seconds = t_in_place - t0;
     memcpy(me.digest, res.digest, 32);
     for (int r = 0; r < nranks; r++) {
         counts[r] = sizeof(rank_row_t);
@@ -426,6 +533,7 @@ zap_status_t zap_verify_job(zap_comm_t *comm, const void *batch, size_t len, con
         res.ranks[r].used = (zap_verifier_t)rows[r].used;
         res.ranks[r].verify_seconds = rows[r].verify_seconds;
         res.ranks[r].peak_rss_kb = rows[r].peak_rss_kb;
+        res.ranks[r].in_place_seconds = rows[r].in_place_seconds;
         memcpy(res.ranks[r].digest, rows[r].digest, 32);
         if (memcmp(rows[r].digest, rows[0].digest, 32) != 0)
             disagree++;
@@ -464,6 +572,9 @@ out:
     free(displs);
     free(slices);
     zap_buf_free(&shard_buf);
+    zap_vrecv_free(stream);
+    free(segs);
+    free(sranks);
     zap_verify_result_cleanup(&res);
     return s;
 }

@@ -262,8 +262,28 @@ static zap_status_t resolve_verifier(const zap_verify_params_t *params, zap_veri
     return ZAP_OK;
 }
 
+int zap_verify_gpu_planned(const zap_verify_params_t *params, uint64_t shard_items)
+{
+    zap_verifier_t v;
+    unsigned threads;
+    if (shard_items == 0 || resolve_verifier(params, &v, &threads) != ZAP_OK || v == ZAP_VERIFIER_CPU)
+        return 0;
+    if (v == ZAP_VERIFIER_AUTO) {
+        uint64_t min_items;
+        if (zap_cfg_get_u64(ZAP_CFG_GPU_MIN_ITEMS, &min_items) != ZAP_OK || shard_items < min_items)
+            return 0;
+    }
+    return zap_ed25519_gpu_available();
+}
+
 zap_status_t zap_verify_batch(const zap_batch_view_t *view, const zap_verify_params_t *params, uint32_t *bitmap,
                               uint8_t *verdicts, zap_verify_stats_t *stats_p)
+{
+    return zap_verify_piece(view, params, view ? view->n_items : 0, bitmap, verdicts, stats_p);
+}
+
+zap_status_t zap_verify_piece(const zap_batch_view_t *view, const zap_verify_params_t *params, uint64_t shard_items,
+                              uint32_t *bitmap, uint8_t *verdicts, zap_verify_stats_t *stats_p)
 {
     if (!view || (view->n_items && (!bitmap || !view->records))) {
         zap_error("verify: NULL %s", !view ? "view" : "bitmap or records");
@@ -295,7 +315,7 @@ zap_status_t zap_verify_batch(const zap_batch_view_t *view, const zap_verify_par
         s = zap_cfg_get_u64(ZAP_CFG_GPU_MIN_ITEMS, &min_items);
         if (s != ZAP_OK)
             return s;
-        gpu = view->n_items >= min_items && zap_ed25519_gpu_available();
+        gpu = shard_items >= min_items && zap_ed25519_gpu_available();
     }
     zap_verify_stats_t st;
     memset(&st, 0, sizeof(st));

@@ -9,6 +9,15 @@
  * hardware path). */
 uint32_t zap_crc32c_sw(uint32_t crc, const void *buf, size_t len);
 
+/* The CRC32C of a || b from crc1 = crc32c(a) and crc2 = crc32c(b) (b being
+ * len2 bytes), as zlib's crc32_combine. */
+uint32_t zap_crc32c_combine(uint32_t crc1, uint32_t crc2, uint64_t len2);
+
+/* zap_crc32c over several threads (pieces of >= 16 MiB, at most one per core),
+ * combined; the same value as zap_crc32c. A 512 MiB batch takes one thread
+ * ~90 ms, which the root of a job would spend before anything is sent. */
+uint32_t zap_crc32c_parallel(uint32_t crc, const void *buf, size_t len);
+
 static inline uint16_t zap_le16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
 static inline uint32_t zap_le32(const uint8_t *p)
 {
@@ -60,6 +69,17 @@ enum {
  * flipped before hashing), to show that disagreement fails every rank; -1
  * (the default) disables it. Never set outside tests. */
 extern int zap_verify_test_flip_rank;
+
+/* zap_verify_batch on a piece of a shard of shard_items items: auto chooses
+ * the GPU or the CPU by the shard's size, so every piece of a shard that
+ * arrives in segments gets the verifier the whole shard would. */
+zap_status_t zap_verify_piece(const zap_batch_view_t *view, const zap_verify_params_t *params, uint64_t shard_items,
+                              uint32_t *bitmap, uint8_t *verdicts, zap_verify_stats_t *stats_p);
+
+/* 1 when zap_verify_piece would run a shard of shard_items items on the GPU
+ * (the verifier params or ZAP_VERIFIER ask for it, or auto and the shard
+ * reaches ZAP_GPU_MIN_ITEMS, and a device is usable), else 0. */
+int zap_verify_gpu_planned(const zap_verify_params_t *params, uint64_t shard_items);
 
 /* Peak resident set of this process in KiB (VmHWM), 0 if unknown. */
 uint64_t zap_verify_peak_rss_kb(void);

@@ -118,6 +118,11 @@ typedef struct zap_verify_params {
      * items it has finished, in chunks, with relaxed atomic adds, so another
      * thread may read it (atomically) for a progress display. */
     uint64_t *progress_items;
+    /* Job only, scatter mode: bytes of the first segment of records the root
+     * streams to each rank; each next segment doubles, so a rank verifies one
+     * while the next arrives (docs/verify.md). 0: 8 MiB; UINT64_MAX: one
+     * segment per rank. The root's value is used on every rank. */
+    uint64_t segment_bytes;
 } zap_verify_params_t;
 
 /* What one verification call did. */
@@ -140,6 +145,8 @@ typedef struct zap_verify_rank_info {
     double verify_seconds;     /* its verification time */
     uint64_t peak_rss_kb;      /* process peak resident set (VmHWM) after verifying */
     uint8_t digest[32];        /* BLAKE2b-256 of the rank's combined verdict set */
+    double in_place_seconds;   /* job start until its shard was all in place (the root: until
+                                  everything it sends was sent); verification overlaps this */
 } zap_verify_rank_info_t;
 
 /* The outcome of zap_verify_job on one rank. Caller storage; release what it
@@ -154,7 +161,11 @@ typedef struct zap_verify_result {
     size_t bitmap_words;
     int nranks;
     zap_verify_rank_info_t *ranks; /* returns: nranks entries, same on every rank */
-    double distribute_seconds;   /* this rank's phases, wall clock */
+    /* This rank's phases, wall clock, one after the other (their sum is the
+     * job): distribute ends when this rank starts verifying (its first
+     * segment is in place), verify when every rank has verified; the rest of
+     * the transfer overlaps verify. */
+    double distribute_seconds;
     double verify_seconds;
     double combine_seconds;
     double agree_seconds;

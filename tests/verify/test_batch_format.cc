@@ -29,6 +29,27 @@ TEST(Crc32c, HardwareAndSoftwareAgreeAtEveryAlignmentAndSplit)
         }
 }
 
+TEST(Crc32c, CombineAndTheParallelFormEqualTheSequentialOne)
+{
+    std::mt19937 rng(8);
+    std::vector<uint8_t> buf(50u << 20); // three 16 MiB pieces and a rest
+    for (size_t i = 0; i < buf.size(); i += 8) {
+        uint64_t w = ((uint64_t)rng() << 32) | rng();
+        std::memcpy(&buf[i], &w, 8);
+    }
+    for (size_t len : {0, 1, 1000, 4096}) {
+        uint32_t a = zap_crc32c(0, buf.data(), len);
+        for (size_t split : {(size_t)0, len / 3, len}) {
+            uint32_t c1 = zap_crc32c(0, buf.data(), split), c2 = zap_crc32c(0, buf.data() + split, len - split);
+            ASSERT_EQ(zap_crc32c_combine(c1, c2, len - split), a) << "len " << len << " split " << split;
+        }
+    }
+    for (size_t len : {buf.size(), buf.size() - 13, (size_t)(33u << 20)}) {
+        uint32_t seq = zap_crc32c(0x1234u, buf.data() + 3, len - 3);
+        EXPECT_EQ(zap_crc32c_parallel(0x1234u, buf.data() + 3, len - 3), seq) << "len " << len;
+    }
+}
+
 static zap_status_t parse(const std::vector<uint8_t> &b, zap_batch_reason_t *r, std::string *detail = nullptr,
                           size_t len = SIZE_MAX)
 {

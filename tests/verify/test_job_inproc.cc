@@ -5,7 +5,9 @@
 #include "log_capture.h"
 extern "C" {
 #include "zap/inproc.h"
+#include "zap/pool.h"
 #include "verify/verify_impl.h"
+#include "verify/job_stream.h"
 }
 
 struct RankOut {
@@ -14,11 +16,13 @@ struct RankOut {
     std::vector<uint32_t> bitmap;
 };
 
-// Runs the job on nranks threads; the root holds `batch`.
-static std::vector<RankOut> run_job(int nranks, const std::vector<uint8_t> &batch, zap_verify_params_t p)
+// Runs the job on nranks threads; the root holds `batch`. pool: the world's
+// pool (NULL: one from the environment).
+static std::vector<RankOut> run_job(int nranks, const std::vector<uint8_t> &batch, zap_verify_params_t p,
+                                    zap_pool_t *pool = nullptr)
 {
     zap_inproc_world_t *world = nullptr;
-    EXPECT_EQ(zap_inproc_world_create(nranks, nullptr, &world), ZAP_OK);
+    EXPECT_EQ(zap_inproc_world_create(nranks, pool, &world), ZAP_OK);
     std::vector<RankOut> out(nranks);
     std::vector<std::thread> th;
     for (int r = 0; r < nranks; r++)
@@ -49,6 +53,7 @@ struct JobCase {
     int variable;
     zap_verify_mode_t mode;
     zap_verify_combine_t combine;
+    uint64_t segment_bytes; // 0: the default (one segment at this size)
 };
 
 class JobRanks : public ::testing::TestWithParam<JobCase> {};
@@ -62,6 +67,7 @@ TEST_P(JobRanks, OneToFourRanksGiveTheVerdictSetOfOneRank)
     p.threads = 1;
     p.mode = c.mode;
     p.combine = c.combine;
+    p.segment_bytes = c.segment_bytes;
     auto one = run_job(1, b.bytes, p);
     ASSERT_EQ(one[0].status, ZAP_OK);
     EXPECT_EQ(one[0].bitmap, b.expected);
@@ -87,17 +93,125 @@ TEST_P(JobRanks, OneToFourRanksGiveTheVerdictSetOfOneRank)
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, JobRanks,
-                         ::testing::Values(JobCase{0, ZAP_VERIFY_SCATTER, ZAP_COMBINE_OR_ALLREDUCE},
-                                           JobCase{1, ZAP_VERIFY_SCATTER, ZAP_COMBINE_OR_ALLREDUCE},
-                                           JobCase{0, ZAP_VERIFY_BCAST, ZAP_COMBINE_OR_ALLREDUCE},
-                                           JobCase{1, ZAP_VERIFY_BCAST, ZAP_COMBINE_ALLGATHERV},
-                                           JobCase{0, ZAP_VERIFY_SCATTER, ZAP_COMBINE_ALLGATHERV},
-                                           JobCase{1, ZAP_VERIFY_SCATTER, ZAP_COMBINE_ALLGATHERV}),
+                         ::testing::Values(JobCase{0, ZAP_VERIFY_SCATTER, ZAP_COMBINE_OR_ALLREDUCE, 0},
+                                           JobCase{1, ZAP_VERIFY_SCATTER, ZAP_COMBINE_OR_ALLREDUCE, 0},
+                                           JobCase{0, ZAP_VERIFY_BCAST, ZAP_COMBINE_OR_ALLREDUCE, 0},
+                                           JobCase{1, ZAP_VERIFY_BCAST, ZAP_COMBINE_ALLGATHERV, 0},
+                                           JobCase{0, ZAP_VERIFY_SCATTER, ZAP_COMBINE_ALLGATHERV, 0},
+                                           JobCase{1, ZAP_VERIFY_SCATTER, ZAP_COMBINE_ALLGATHERV, 0},
+                                           // 1 byte: segments of 32, 64, 128... items, so every shard
+                                           // of 250-500 items arrives in several
+                                           JobCase{0, ZAP_VERIFY_SCATTER, ZAP_COMBINE_OR_ALLREDUCE, 1},
+                                           JobCase{1, ZAP_VERIFY_SCATTER, ZAP_COMBINE_OR_ALLREDUCE, 1},
+                                           JobCase{1, ZAP_VERIFY_SCATTER, ZAP_COMBINE_ALLGATHERV, 4096}),
                          [](const ::testing::TestParamInfo<JobCase> &i) {
                              return std::string(i.param.variable ? "Variable" : "Fixed") +
                                     (i.param.mode == ZAP_VERIFY_SCATTER ? "Scatter" : "Bcast") +
-                                    (i.param.combine == ZAP_COMBINE_OR_ALLREDUCE ? "Or" : "Allgather");
+                                    (i.param.combine == ZAP_COMBINE_OR_ALLREDUCE ? "Or" : "Allgather") +
+                                    (i.param.segment_bytes ? "Segments" + std::to_string(i.param.segment_bytes)
+                                                           : std::string());
                          });
+
+TEST(Job, SegmentPlanCoversTheShardInWordAlignedDoublingSegments)
+{
+    for (uint64_t count : {0ull, 1ull, 31ull, 32ull, 1000ull, 65536ull, 2097152ull, 2097184ull})
+        for (uint64_t blob : {0ull, 777ull})
+            for (uint64_t first : {1ull, 4096ull, 8ull << 20, ~0ull}) {
+                size_t n = zap_vseg_plan(count, 128, blob, first, nullptr);
+                std::vector<zap_vseg_t> segs(n + 1);
+                ASSERT_EQ(zap_vseg_plan(count, 128, blob, first, segs.data()), n);
+                size_t k = 0;
+                if (blob) {
+                    ASSERT_GE(n, 1u);
+                    EXPECT_TRUE(segs[0].blob);
+                    EXPECT_EQ(segs[0].len, blob);
+                    k = 1;
+                }
+                uint64_t off = 0;
+                for (; k < n; k++) {
+                    EXPECT_FALSE(segs[k].blob);
+                    EXPECT_EQ(segs[k].item_off, off);
+                    EXPECT_EQ(segs[k].src_off, off * 128);
+                    EXPECT_EQ(segs[k].len, segs[k].items * 128);
+                    EXPECT_GT(segs[k].items, 0u);
+                    if (k + 1 < n) {
+                        EXPECT_EQ(segs[k].items % 32, 0u) << "count " << count << " seg " << k;
+                    }
+                    off += segs[k].items;
+                }
+                EXPECT_EQ(off, count);
+                EXPECT_LE(n, 64u);
+            }
+    // 2^21 records from 8 MiB: 64k, 128k, 256k, 512k, then 1024k with the
+    // short rest (64k) riding along, so 5 GPU calls rather than 6.
+    std::vector<zap_vseg_t> segs(8);
+    ASSERT_EQ(zap_vseg_plan(2097152, 128, 0, 8ull << 20, segs.data()), 5u);
+    EXPECT_EQ(segs[4].items, 2097152u - 65536u * 15u);
+}
+
+TEST(Job, ReceiveBufferFailureMidStreamFailsEveryRank)
+{
+    // 600k all-zero records (rejected at once: R of small order) over 2
+    // ranks: rank 1 receives 38 MB in segments of 1, 2, 4, 8 and 23 MiB from
+    // a pool of 24 MiB, so its first segment fits and a later one cannot. The
+    // stream stops for rank 1 only and the job ends with ZAP_ERR_NO_MEMORY on
+    // both ranks, well before any timeout.
+    const uint64_t n = 600000;
+    zap_batch_layout_t l;
+    ASSERT_EQ(zap_batch_layout(n, 128, 0, &l), ZAP_OK);
+    std::vector<uint8_t> batch(l.total_bytes, 0);
+    zap_batch_view_t v = {};
+    v.version = ZAP_BATCH_VERSION;
+    v.scheme = ZAP_SCHEME_ED25519_LIBSODIUM_1_0_18;
+    v.flags = ZAP_BATCH_FLAG_FIXED_MSG;
+    v.stride = 128;
+    v.fixed_msg_len = 32;
+    v.n_items = n;
+    v.batch_id = 49;
+    ASSERT_EQ(zap_batch_write_header(batch.data(), batch.size(), &v), ZAP_OK);
+    zap_pool_params_t pp = {};
+    pp.budget_bytes = 24u << 20;
+    pp.chunk_bytes = 2u << 20;
+    pp.backend = ZAP_POOL_BACKEND_HOST;
+    zap_pool_t *pool = nullptr;
+    ASSERT_EQ(zap_pool_create(&pp, &pool), ZAP_OK);
+    zap_verify_params_t p = {};
+    p.verifier = ZAP_VERIFIER_CPU;
+    p.segment_bytes = 1u << 20;
+    LogCapture log;
+    double t0 = zap_clock_now();
+    auto out = run_job(2, batch, p, pool);
+    EXPECT_LT(zap_clock_now() - t0, 0.5 * zap_timeout_seconds());
+    for (int r = 0; r < 2; r++)
+        EXPECT_EQ(out[r].status, ZAP_ERR_NO_MEMORY) << "rank " << r << "\n" << log.all();
+    EXPECT_TRUE(log.contains("no receive buffer for segment")) << log.all();
+    cleanup(out);
+    EXPECT_EQ(zap_pool_destroy(pool), ZAP_OK);
+}
+
+TEST(Job, GpuVerifiesStreamedSegmentsFromDeviceCopies)
+{
+    // Ranks other than the root copy each segment to the device and verify it
+    // there; verdicts must not change (fixed and variable messages, segments
+    // of 1 KiB and doubling). Needs a CUDA device.
+    zap_verify_params_t p = {};
+    p.verifier = ZAP_VERIFIER_GPU;
+    if (!zap_verify_gpu_planned(&p, 1000))
+        GTEST_SKIP() << "no CUDA device";
+    p.segment_bytes = 1024;
+    for (int variable = 0; variable < 2; variable++) {
+        GenBatch b = make_batch(3000, 0.3, 50 + variable, variable);
+        for (int R : {2, 3}) {
+            auto out = run_job(R, b.bytes, p);
+            for (int r = 0; r < R; r++) {
+                ASSERT_EQ(out[r].status, ZAP_OK) << "R " << R << " rank " << r;
+                EXPECT_EQ(out[r].bitmap, b.expected) << "R " << R << " rank " << r << " variable " << variable;
+                EXPECT_EQ(out[r].res.ranks[R - 1].used, ZAP_VERIFIER_GPU);
+            }
+            cleanup(out);
+        }
+    }
+}
 
 TEST(Job, MoreRanksThanItems)
 {

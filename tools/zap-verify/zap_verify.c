@@ -16,6 +16,7 @@
  * digests agree and the expected verdicts (from --expect or from --gen) match;
  * 1 for a verdict mismatch; 2 for a usage error; 3 for any other failure.
  * docs/verify.md describes the output and the verdict files. */
+#define _GNU_SOURCE /* sched_getaffinity */
 #include "zap/verify.h"
 #include "zap/config.h"
 #include "zap/inproc.h"
@@ -31,6 +32,7 @@
 #include "ed25519_gpu.h"
 #endif
 #include <errno.h>
+#include <sched.h>
 #include <getopt.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -76,7 +78,7 @@ static void usage(FILE *f)
             "  zap-verify run [--batch FILE | --gen N [gen options]] [--mode scatter|bcast]\n"
             "                 [--combine or|allgather] [--verifier cpu|gpu|auto] [--threads T] [--root R]\n"
             "                 [--expect FILE] [--verdicts-out FILE] [--format bitmap|indices]\n"
-            "                 [--inproc-ranks K] [--quiet]\n"
+            "                 [--inproc-ranks K] [--segment-bytes B|all] [--quiet]\n"
             "  zap-verify bench [--max-log2 L] [--ranks 1,2,4] [--keys M] [--invalid-fraction F]\n"
             "gen options: --keys M (default 1024) --invalid-fraction F (default 0.05) --seed S (default 1)\n"
             "             --msg-len 32|var (default 32) --batch-id B --threads T\n"
@@ -98,7 +100,7 @@ static int parse_opts(int argc, char **argv, opts_t *o)
 {
     enum { O_ITEMS = 1000, O_KEYS, O_INVALID, O_SEED, O_OUT, O_EXPECT, O_MSGLEN, O_BATCH, O_GEN, O_MODE,
            O_VERIFIER, O_VOUT, O_FORMAT, O_INPROC, O_COMBINE, O_THREADS, O_ROOT, O_QUIET, O_BATCHID,
-           O_MAXLOG2, O_RANKS, O_HELP };
+           O_MAXLOG2, O_RANKS, O_SEGMENT, O_HELP };
     static const struct option lo[] = {
         {"items", 1, 0, O_ITEMS},       {"keys", 1, 0, O_KEYS},         {"invalid-fraction", 1, 0, O_INVALID},
         {"seed", 1, 0, O_SEED},         {"out", 1, 0, O_OUT},           {"expect", 1, 0, O_EXPECT},
@@ -107,7 +109,7 @@ static int parse_opts(int argc, char **argv, opts_t *o)
         {"format", 1, 0, O_FORMAT},     {"inproc-ranks", 1, 0, O_INPROC}, {"combine", 1, 0, O_COMBINE},
         {"threads", 1, 0, O_THREADS},   {"root", 1, 0, O_ROOT},         {"quiet", 0, 0, O_QUIET},
         {"batch-id", 1, 0, O_BATCHID},  {"max-log2", 1, 0, O_MAXLOG2},  {"ranks", 1, 0, O_RANKS},
-        {"help", 0, 0, O_HELP},         {0, 0, 0, 0}};
+        {"segment-bytes", 1, 0, O_SEGMENT}, {"help", 0, 0, O_HELP},  {0, 0, 0, 0}};
     int c;
     uint64_t v;
     optind = 2;
@@ -212,6 +214,22 @@ static int parse_opts(int argc, char **argv, opts_t *o)
             o->max_log2 = (int)v;
             break;
         case O_RANKS: snprintf(o->ranks_list, sizeof(o->ranks_list), "%s", a); break;
+        case O_SEGMENT: {
+            /* bytes with an optional K/M/G (powers of 1024), or "all": one segment */
+            if (!strcmp(a, "all")) {
+                o->vp.segment_bytes = UINT64_MAX;
+                break;
+            }
+            char *end;
+            errno = 0;
+            unsigned long long x = strtoull(a, &end, 10);
+            unsigned shift = *end == 'K' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : 0;
+            if (errno || end == a || a[0] == '-' || x == 0 || (shift && end[1]) || (!shift && *end) ||
+                x > (UINT64_MAX >> shift))
+                goto bad;
+            o->vp.segment_bytes = (uint64_t)x << shift;
+            break;
+        }
         case O_HELP: usage(stdout); exit(0);
         default: usage(stderr); return -1;
         }
@@ -563,12 +581,13 @@ static void print_summary(run_ctx_t *c, const zap_verify_result_t *r, zap_status
     printf("  %-15s %9.3f\n", "agree", r->agree_seconds);
     printf("  %-15s %9.3f   %.0f items/s (distribute to agree)\n", "job", job,
            job > 0 ? r->n_items / job : 0.0);
-    printf("  rank       first      items  verifier  verify s     items/s  peak RSS MiB\n");
+    printf("  rank       first      items  verifier  verify s     items/s  in place s  peak RSS MiB\n");
     for (int q = 0; q < r->nranks; q++) {
         const zap_verify_rank_info_t *ri = &r->ranks[q];
-        printf("  %4d  %10llu %10llu  %-8s  %8.3f  %10.0f  %12.1f\n", q, (unsigned long long)ri->first,
+        printf("  %4d  %10llu %10llu  %-8s  %8.3f  %10.0f  %10.3f  %12.1f\n", q, (unsigned long long)ri->first,
                (unsigned long long)ri->items, ri->items ? zap_verifier_name(ri->used) : "-", ri->verify_seconds,
-               ri->verify_seconds > 0 ? ri->items / ri->verify_seconds : 0.0, ri->peak_rss_kb / 1024.0);
+               ri->verify_seconds > 0 ? ri->items / ri->verify_seconds : 0.0, ri->in_place_seconds,
+               ri->peak_rss_kb / 1024.0);
     }
     char hex[65];
     for (int k = 0; k < 32; k++)
@@ -764,6 +783,13 @@ static int cmd_run(opts_t *o, int *argc, char ***argv)
     MPI_Comm_free(&node);
     if (!o->vp.threads)
         o->vp.threads = default_threads(local_size);
+    /* Open MPI binds each of 1 or 2 ranks to one core by default: the job's
+     * threads (verifier, CRC, segment stream) then share that core. */
+    cpu_set_t aff;
+    if (sched_getaffinity(0, sizeof(aff), &aff) == 0 && CPU_COUNT(&aff) == 1 && sysconf(_SC_NPROCESSORS_ONLN) > 1 &&
+        rank == 0)
+        fprintf(stderr, "zap-verify: rank 0 is bound to one core; its verifier, CRC and transfer threads will share "
+                        "it (mpirun --bind-to none or --bind-to socket gives them the host's cores)\n");
     if (!o->gen.threads)
         o->gen.threads = o->vp.threads * (unsigned)local_size;
     zap_log_set_rank(rank);

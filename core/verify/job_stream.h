@@ -1,0 +1,81 @@
+/* The segment stream of a scatter (job_stream.c): internal to the verify
+ * layer. */
+#ifndef ZAP_VERIFY_JOB_STREAM_H
+#define ZAP_VERIFY_JOB_STREAM_H
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "zap/transport.h"
+
+/* One segment of a rank's part: len bytes from src_off of the root's records
+ * of that rank (or of its blob slice, blob = 1), holding items records from
+ * item_off of the shard. */
+typedef struct zap_vseg {
+    uint64_t src_off, len;
+    uint64_t item_off, items;
+    int blob;
+} zap_vseg_t;
+
+/* The segments of a shard of count records of stride bytes and a blob slice
+ * of blob_len bytes: the slice first (whole), then records in segments of
+ * first_bytes, doubling each time (each a multiple of 32 items, so bitmap
+ * words never straddle two). Writes them to out (when not NULL) and returns
+ * how many there are; the root and the rank compute the same list. */
+size_t zap_vseg_plan(uint64_t count, uint32_t stride, uint64_t blob_len, uint64_t first_bytes, zap_vseg_t *out);
+
+/* The CUDA device the stream's threads must use (the calling thread's), or -1
+ * when they never call CUDA (a host pool without a GPU verifier planned, or a
+ * build without CUDA). */
+int zap_vstream_device(zap_transport_t *t, int gpu_planned);
+
+/* Rewrites the message offsets of count variable records (in place) from the
+ * original blob's coordinates to the slice [lo, hi); a record whose message
+ * lies outside it gets an offset and length that stay malformed. */
+void zap_vseg_rebase(uint8_t *records, uint32_t stride, uint64_t count, uint64_t lo, uint64_t hi);
+
+/* Runs fn(arg) on a new thread that first selects device dev (>= 0).
+ * Returns 0, or -1 when the thread could not start. */
+int zap_vstream_thread(pthread_t *tid, void *(*fn)(void *), void *arg, int dev);
+
+/* Root side: one thread answers every rank's requests (docs/verify.md). */
+typedef struct zap_vsend_rank {
+    int rank;
+    const uint8_t *records; /* the rank's first record in the root's batch */
+    const uint8_t *blob;    /* the start of its blob slice (NULL without one) */
+    const zap_vseg_t *segs; /* borrowed until finish */
+    size_t nseg;
+} zap_vsend_rank_t;
+typedef struct zap_vsend zap_vsend_t;
+
+zap_status_t zap_vsend_start(zap_transport_t *t, const zap_vsend_rank_t *ranks, int nranks, int dev,
+                             zap_vsend_t **s_p);
+/* Joins the sender; its status (transport errors, ZAP_ERR_TIMED_OUT) and when
+ * its last send completed. Frees s. */
+zap_status_t zap_vsend_finish(zap_vsend_t *s, double *t_done_p);
+
+/* Rank side: an allocator and a receiver thread fill one buffer per segment
+ * (segs borrowed until zap_vrecv_free). Without device_copy the buffers come
+ * from the transport's pool. With it (a GPU verifier, CUDA built) they are
+ * plain host memory, and the receiver copies each segment into device memory
+ * of device dev, so the GPU reads it in place and that copy overlaps the
+ * verification of the previous segment. Record segments of variable batches
+ * are rebased (rebase, stride, the slice [slice_lo, slice_hi)) on arrival. */
+typedef struct zap_vrecv_opts {
+    int device_copy;
+    int rebase;
+    uint32_t stride;
+    uint64_t slice_lo, slice_hi;
+} zap_vrecv_opts_t;
+typedef struct zap_vrecv zap_vrecv_t;
+
+zap_status_t zap_vrecv_start(zap_transport_t *t, int root, const zap_vseg_t *segs, size_t nseg, int dev,
+                             const zap_vrecv_opts_t *o, zap_vrecv_t **r_p);
+/* Blocks until segment k is in place: its host bytes and its device copy
+ * (NULL when there is none); the receiver's error when the stream ended
+ * before k. */
+zap_status_t zap_vrecv_get(zap_vrecv_t *r, size_t k, uint8_t **host_p, const uint8_t **dev_p);
+/* Joins both threads; the receiver's status and when it finished. */
+zap_status_t zap_vrecv_finish(zap_vrecv_t *r, double *t_done_p);
+/* Joins (if not yet) and frees the buffers and r. NULL is accepted. */
+void zap_vrecv_free(zap_vrecv_t *r);
+#endif
