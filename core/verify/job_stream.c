@@ -27,6 +27,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #ifdef ZAP_VERIFY_HAVE_CUDA
 #include <cuda_runtime_api.h>
 #endif
@@ -119,6 +120,26 @@ static void device_free(void *d)
 #else
     (void)d;
 #endif
+}
+
+/* Plain memory for a received segment, its pages faulted in here: this
+ * thread runs ahead of the receiver, whose copy into fresh pages would
+ * otherwise fault them one at a time (~0.16 s for 256 MiB measured on the
+ * H200 host, most of the stream). Huge pages where the kernel grants them
+ * make that cheaper still. */
+static uint8_t *host_alloc(size_t len)
+{
+    const size_t huge = (size_t)2 << 20;
+    void *h = NULL;
+    if (posix_memalign(&h, huge, len ? len : 1) != 0)
+        return NULL;
+#ifdef MADV_HUGEPAGE
+    if (len >= huge)
+        (void)madvise(h, len / huge * huge, MADV_HUGEPAGE); /* a hint; refused is fine */
+#endif
+    for (size_t off = 0; off < len; off += 4096)
+        ((volatile uint8_t *)h)[off] = 0;
+    return h;
 }
 
 void zap_vseg_rebase(uint8_t *records, uint32_t stride, uint64_t count, uint64_t lo, uint64_t hi)
@@ -387,7 +408,7 @@ static void *allocator_main(void *arg)
             /* Plain memory: pinning (a cold pinned pool buffer) takes ~0.6 s/GiB
              * and stalls the job thread's GPU calls meanwhile; pages that the
              * receive faults in cost less and block nothing. */
-            h = malloc((size_t)r->segs[k].len);
+            h = host_alloc((size_t)r->segs[k].len);
             st = h ? ZAP_OK : ZAP_ERR_NO_MEMORY;
             d = st == ZAP_OK ? device_alloc((size_t)r->segs[k].len) : NULL;
         } else {
