@@ -5,8 +5,8 @@
 #            replay, the multi-rank suites under mpirun) except the faults.*
 #            scripts and the 4-rank mpirun runs (too slow under ASan here)
 #   thread   TSan (ZAP_SANITIZE=thread): the pool and transport suites, and
-#            the UCX transport's 2-rank suites under mpirun (threads sharing
-#            one transport, a peer that exits)
+#            the UCX transport's small mpirun suites (threads sharing one
+#            transport, a peer that exits, failure notices)
 #   valgrind memcheck on a 2-rank zap-fault-rank run over UCX (tcp), with
 #            tests/faults/valgrind.supp for Open MPI / UCX / libc noise
 #
@@ -60,7 +60,7 @@ address)
 thread)
     B=build-san-thread
     configure $B thread || { fail=1; continue; }
-    cmake --build $B --target test_pool test_transport test_checksum test_badinput mpi_ucp_p2p mpi_ucp_peer_exit \
+    cmake --build $B --target test_pool test_transport test_checksum test_badinput mpi_ucp_p2p mpi_ucp_peer_exit mpi_ucp_failure_notice \
         -j $JOBS > $B/sanitize-build.log 2>&1 ||
         { echo "FAIL: build $B (see $B/sanitize-build.log)"; fail=1; continue; }
     export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
@@ -69,7 +69,7 @@ thread)
     # thread's state: TSan then crashes inside its own rwlock interceptor.
     # Without the hooks (zap registers its pool memory itself) that is gone.
     export UCX_MEM_EVENTS=no UCX_MEM_MMAP_HOOK_MODE=none
-    (cd $B && ctest --output-on-failure -j $JOBS -R "^(Pool|Inproc|Bad|Checksum|Crc32c)|^mpi\.mpi_ucp_(p2p|peer_exit)\.np2" \
+    (cd $B && ctest --output-on-failure -j $JOBS -R "^(Pool|Inproc|Bad|Checksum|Crc32c)|^mpi\.mpi_ucp_(p2p\.np2|peer_exit\.np2|failure_notice)" \
         --timeout 900 > sanitize-ctest.log 2>&1)
     rc=$?
     tail -3 $B/sanitize-ctest.log
