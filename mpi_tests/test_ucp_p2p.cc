@@ -4,6 +4,7 @@
 // both sides (seeded by sender, receiver, tag and size); seeds are in the
 // failure messages.
 #include <gtest/gtest.h>
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -613,6 +614,29 @@ TEST(UcpClose, PendingRequestsAreCancelledAndLaterPostsAreClosed)
     EXPECT_EQ(r2, nullptr);
     EXPECT_EQ(zap_transport_send(t, peer, 1, &c, 1), ZAP_ERR_CLOSED);
     EXPECT_EQ(zap_transport_recv(t, peer, 1, &c, 1, nullptr), ZAP_ERR_CLOSED);
+}
+
+// Another thread blocked in zap_transport_recv when the transport closes:
+// the receive ends with ZAP_ERR_CANCELED (the blocking receive holds the
+// worker lock while it polls; close must still get it).
+TEST(UcpClose, CloseEndsABlockingReceiveOfAnotherThread)
+{
+    zap_transport_t *t = nullptr;
+    ASSERT_EQ(zap_ucp_transport_create(MPI_COMM_WORLD, nullptr, &t), ZAP_OK);
+    int peer = (zap_transport_rank(t) + 1) % zap_transport_size(t);
+    zap_status_t st = ZAP_OK;
+    double ended = 0;
+    std::thread waiter([&] {
+        char c = 0;
+        st = zap_transport_recv(t, peer, 0x99, &c, 1, nullptr); // nobody sends this
+        ended = zap_clock_now();
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    double t0 = zap_clock_now();
+    zap_transport_close(t);
+    waiter.join();
+    EXPECT_EQ(st, ZAP_ERR_CANCELED);
+    EXPECT_LT(ended - t0, 5.0);
 }
 
 TEST(UcpClose, TransportOverAGivenPoolRegistersAndReleasesItsChunks)

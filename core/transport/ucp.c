@@ -615,11 +615,16 @@ static ucs_status_t poll_inline(ucp_transport_t *u, void *req, zap_request_kind_
                  * is arriving finishes first, for up to ZAP_TIMEOUT more.
                  * UCX cannot cancel a send: one to a failed peer ends with
                  * its endpoint (handle_failures), one timed out is left. */
-                if (kind == ZAP_REQ_RECV)
-                    ucp_request_cancel(u->w.worker, req);
-                else if (why == ZAP_ERR_TIMED_OUT)
-                    goto give_up;
                 deadline = zap_clock_now() + zap_timeout_seconds();
+                if (kind == ZAP_REQ_SEND && why == ZAP_ERR_TIMED_OUT)
+                    goto give_up;
+                if (kind == ZAP_REQ_RECV) {
+                    /* Finish it before anyone else gets the lock: a close
+                     * waiting for it would destroy the request with the
+                     * worker. */
+                    ucp_request_cancel(u->w.worker, req);
+                    continue;
+                }
             }
         } else if (batch_end && zap_clock_now() > deadline) {
             goto give_up;
