@@ -405,9 +405,13 @@ zap_status_t zap_verify_job(zap_comm_t *comm, const void *batch, size_t len, con
         size_t nseg = zap_vseg_plan(count, plan.stride, slice_len, seg_bytes(&plan), segs);
         if (nseg > 0) {
             zap_vrecv_opts_t ro = {gpu_planned && dev >= 0, var_scatter, plan.stride, slice_lo, slice_lo + slice_len};
-            s = zap_vrecv_start(t, root, segs, nseg, dev, &ro, &stream);
-            if (s != ZAP_OK)
-                goto out;
+            local = zap_vrecv_start(t, root, segs, nseg, dev, &ro, &stream);
+            if (local != ZAP_OK) {
+                /* The failure reaches the others in the MIN-allreduce below. */
+                zap_vrecv_refuse(t, root, segs, nseg, local);
+                stream = NULL;
+                nseg = 0;
+            }
         }
         const uint8_t *blob_host = NULL, *blob_dev = NULL;
         shard.blob_len = slice_len;

@@ -70,6 +70,9 @@ typedef struct zap_vrecv zap_vrecv_t;
 
 zap_status_t zap_vrecv_start(zap_transport_t *t, int root, const zap_vseg_t *segs, size_t nseg, int dev,
                              const zap_vrecv_opts_t *o, zap_vrecv_t **r_p);
+/* For a rank that cannot start its stream: tells the root (a failure token
+ * for segment 0), so that it sends nothing and waits for nothing. */
+void zap_vrecv_refuse(zap_transport_t *t, int root, const zap_vseg_t *segs, size_t nseg, zap_status_t why);
 /* Blocks until segment k is in place: its host bytes and its device copy
  * (NULL when there is none); the receiver's error when the stream ended
  * before k. */
