@@ -41,8 +41,8 @@ fgt() { awk "BEGIN{exit !($1 > $2)}"; }
 rank_pid() {
     local p
     for p in $(pgrep -x zap-verify); do
-        if tr '\0' '\n' < /proc/$p/environ 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$1" &&
-           tr '\0' '\n' < /proc/$p/environ 2>/dev/null | grep -qx "FAULTS_NS_PREFIX=$FAULTS_NS_PREFIX"; then
+        if tr '\0' '\n' 2>/dev/null < /proc/$p/environ | grep -qx "OMPI_COMM_WORLD_RANK=$1" &&
+           tr '\0' '\n' 2>/dev/null < /proc/$p/environ | grep -qx "FAULTS_NS_PREFIX=$FAULTS_NS_PREFIX"; then
             echo $p; return 0
         fi
     done
