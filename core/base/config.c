@@ -57,10 +57,10 @@ static const cfg_row_t rows[] = {
                               "touches them (auto and prefetch), or let them migrate one fault at a time "
                               "(none)."},
                              CFG_CHOICE, "auto|prefetch|none", 0, 0},
-    [ZAP_CFG_ALLREDUCE_ALG] = {{"ZAP_ALLREDUCE_ALG", "auto", "auto|rd|rabenseifner|ring",
+    [ZAP_CFG_ALLREDUCE_ALG] = {{"ZAP_ALLREDUCE_ALG", "auto", "auto|rd|rabenseifner|ring|direct",
                                 "Allreduce algorithm; auto chooses by message size and rank count "
                                 "(zap-info prints the table)."},
-                               CFG_CHOICE, "auto|rd|rabenseifner|ring", 0, 0},
+                               CFG_CHOICE, "auto|rd|rabenseifner|ring|direct", 0, 0},
     [ZAP_CFG_BCAST_ALG] = {{"ZAP_BCAST_ALG", "auto", "auto|binomial|scatter_allgather|chain|rd",
                             "Broadcast algorithm; auto chooses by message size and rank count."},
                            CFG_CHOICE, "auto|binomial|scatter_allgather|chain|rd", 0, 0},

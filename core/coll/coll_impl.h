@@ -24,9 +24,13 @@
  * doubling; min != max in any field is a mismatch every rank sees, because
  * every rank ends with the same min/max. The recursive-doubling allreduce
  * carries this header inside its data messages, so small allreduces pay no
- * extra round. Because the header exchange has the same partners and tags
- * whatever the arguments, ranks that disagree still exchange exactly the same
- * number of messages and none waits forever. */
+ * extra round. An allreduce on a rank count with a "direct" selection row
+ * (or under ZAP_ALLREDUCE_ALG=direct) exchanges the header flat instead, every
+ * rank with every other in one round (allreduce_direct.c), carrying small
+ * vectors the same way. Because the header exchange has the same partners and
+ * tags whatever the arguments (the flat/recursive-doubling choice follows the
+ * rank count and the setting only), ranks that disagree still exchange
+ * exactly the same number of messages and none waits forever. */
 #ifndef ZAP_COLL_IMPL_H
 #define ZAP_COLL_IMPL_H
 #include <stdalign.h>
@@ -37,13 +41,14 @@
 #include "transport/transport_impl.h"
 #include "base/config_table.h"
 
-#define ZAP_COLL_MAX_REQS 16
+#define ZAP_COLL_MAX_REQS 64 /* the direct exchange posts 2 (p - 1) at once */
 #define ZAP_COLL_ALG_STATE_BYTES 256
 #define ZAP_COLL_TAG_BIT (UINT64_C(1) << 43)
 #define ZAP_COLL_COMM_ID_MAX 0x3ff /* bits 32..41; bit 42 is checksum mode's (core/transport/checksum.h) */
 #define ZAP_COLL_BOOT_ID 0 /* reserved for zap_comm_create's own exchange */
 #define ZAP_COLL_STEP_MAX 0xfff
-#define ZAP_COLL_RD_INLINE_STRIDE 256 /* header (64 B) + up to 192 B of payload */
+#define ZAP_COLL_RD_INLINE_BYTES 4096 /* the exchange's message slots (2, or p when flat) for small host payloads */
+#define ZAP_COLL_FLAT_MAX_RANKS 32  /* the direct (flat) exchange: one slot and two requests per rank */
 
 /* Header words, exchanged as min[] and max[]: three whole words and one of
  * 8-bit lanes. 64 bytes in all, so an 8-byte allreduce's message (header and
@@ -113,16 +118,22 @@ typedef struct zap_coll_rd {
     zap_coll_hdr_t *acc; /* accumulated header, followed by count elements */
     zap_coll_hdr_t *in;  /* receive area, same layout */
     zap_buf_t buf;       /* acc and in for payloads too large for the inline area */
-    /* acc and in for the header alone and for small host payloads (up to
-     * ZAP_COLL_RD_INLINE_BYTES per message), so small allreduces take no
-     * pool buffer at all. */
-    alignas(64) unsigned char inline_area[2 * ZAP_COLL_RD_INLINE_STRIDE];
+    /* The message slots for the header alone and for small host payloads
+     * (while all slots fit ZAP_COLL_RD_INLINE_BYTES), so small allreduces
+     * take no pool buffer at all. */
+    alignas(64) unsigned char inline_area[ZAP_COLL_RD_INLINE_BYTES];
     size_t msg_bytes;
     int root;            /* broadcast mode: the root (its data travels, nothing is reduced); -1: reduce */
     int root_nr;         /* broadcast mode: newrank holding the data after the fold */
     size_t expect;       /* length the pending receive must have */
     size_t in_len;
     zap_status_t in_st;
+    /* Flat mode (allreduce_direct.c): every rank's message in one round, slot
+     * i of stride bytes at acc holding rank i's; the result ends in slot 0. */
+    bool flat;
+    size_t stride;
+    size_t flat_len[ZAP_COLL_FLAT_MAX_RANKS];
+    zap_status_t flat_st[ZAP_COLL_FLAT_MAX_RANKS];
 } zap_coll_rd_t;
 
 struct zap_coll_op {
@@ -136,6 +147,7 @@ struct zap_coll_op {
     zap_status_t status;        /* ZAP_INPROGRESS until complete */
     zap_status_t local_error;   /* this rank's own argument error, reported after agreement */
     zap_mem_kind_t mem;         /* where the user buffers live (host, managed, device) */
+    bool flat_agree;            /* the argument exchange is flat (allreduce_direct.c), not recursive doubling */
     int nreqs;
     zap_buf_t scratch;
     zap_buf_t scratch2;
@@ -222,6 +234,13 @@ zap_status_t zap_coll_rd_init(zap_coll_op_t *op, int phase, const void *data, si
  * only): a side sends its payload only once its subcube holds the root's data,
  * so the header agreement and the broadcast share log2(p) rounds. */
 zap_status_t zap_coll_rd_init_bcast(zap_coll_op_t *op, int phase, const void *data, size_t bytes, int root);
+/* rd_setup's flat layout and the flat exchange's progress
+ * (allreduce_direct.c), used when op->flat_agree is set; the combination and
+ * the verdict they share with recursive doubling (allreduce_rd.c). */
+zap_status_t zap_coll_flat_setup(zap_coll_op_t *op, const void *data);
+zap_status_t zap_coll_flat_progress(zap_coll_op_t *op);
+zap_status_t zap_coll_rd_combine(zap_coll_op_t *op, bool in_is_lower);
+zap_status_t zap_coll_rd_verdict(zap_coll_op_t *op);
 /* Advances it: ZAP_INPROGRESS, ZAP_OK (arguments agree), ZAP_ERR_MISMATCH
  * (logged once with the differing field) or a transport error. */
 zap_status_t zap_coll_rd_progress(zap_coll_op_t *op);
@@ -238,7 +257,7 @@ typedef struct zap_coll_alg {
 } zap_coll_alg_t;
 
 /* Allreduce algorithms, in ZAP_ALLREDUCE_ALG's order after "auto". */
-enum { ZAP_AR_RD, ZAP_AR_RABENSEIFNER, ZAP_AR_RING, ZAP_AR_NALGS };
+enum { ZAP_AR_RD, ZAP_AR_RABENSEIFNER, ZAP_AR_RING, ZAP_AR_DIRECT, ZAP_AR_NALGS };
 enum { ZAP_BC_BINOMIAL, ZAP_BC_SCATTER_ALLGATHER, ZAP_BC_CHAIN, ZAP_BC_RD, ZAP_BC_NALGS };
 
 /* A blocking recursive-doubling allreduce that ignores ZAP_ALLREDUCE_ALG
@@ -251,6 +270,9 @@ zap_status_t zap_allreduce_ring_init(zap_coll_op_t *op, const void *sendbuf, voi
                                      zap_dtype_t dt, zap_op_t zop);
 zap_status_t zap_allreduce_rd_init(zap_coll_op_t *op, const void *sendbuf, void *recvbuf, size_t count,
                                    zap_dtype_t dt, zap_op_t zop);
+/* Needs op->flat_agree set (the exchange it rides is the flat one). */
+zap_status_t zap_allreduce_direct_init(zap_coll_op_t *op, const void *sendbuf, void *recvbuf, size_t count,
+                                       zap_dtype_t dt, zap_op_t zop);
 
 zap_status_t zap_bcast_binomial_init(zap_coll_op_t *op, void *buf, size_t bytes, int root);
 zap_status_t zap_bcast_scatter_allgather_init(zap_coll_op_t *op, void *buf, size_t bytes, int root);

@@ -12,6 +12,14 @@ const char *zap_coll_select_row(const zap_coll_selection_row_t *rows, size_t nro
     return NULL;
 }
 
+bool zap_coll_flat_ranks(const zap_coll_selection_row_t *rows, size_t nrows, const char *algorithm, int ranks)
+{
+    for (size_t i = 0; i < nrows; i++)
+        if (ranks >= rows[i].min_ranks && ranks <= rows[i].max_ranks && strcmp(rows[i].algorithm, algorithm) == 0)
+            return true;
+    return false;
+}
+
 size_t zap_coll_selection_table(const zap_coll_selection_row_t **allreduce_p, size_t *nallreduce_p,
                                 const zap_coll_selection_row_t **bcast_p, size_t *nbcast_p)
 {

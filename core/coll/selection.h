@@ -4,6 +4,7 @@
  * lists them all for zap-info. */
 #ifndef ZAP_COLL_SELECTION_H
 #define ZAP_COLL_SELECTION_H
+#include <stdbool.h>
 #include <stddef.h>
 #include "zap/coll.h"
 #include "coll/coll_impl.h"
@@ -17,6 +18,10 @@ extern const zap_coll_alg_t zap_bcast_algs[ZAP_BC_NALGS];
 
 /* The algorithm name of the first row holding (bytes, ranks), or NULL. */
 const char *zap_coll_select_row(const zap_coll_selection_row_t *rows, size_t nrows, size_t bytes, int ranks);
+
+/* Whether any row for algorithm covers ranks, whatever the bytes: the
+ * allreduce's flat argument exchange is used on exactly those rank counts. */
+bool zap_coll_flat_ranks(const zap_coll_selection_row_t *rows, size_t nrows, const char *algorithm, int ranks);
 
 /* Memory kind of the user buffer [ptr, ptr+len): the transport pool's kind
  * when the buffer is pool memory, else what CUDA reports (host without CUDA). */

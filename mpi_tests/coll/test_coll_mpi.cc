@@ -184,7 +184,7 @@ TEST_P(AllreduceMpi, LargeVectorMatchesMpiAllreduce)
     unsetenv("ZAP_ALLREDUCE_ALG");
 }
 
-INSTANTIATE_TEST_SUITE_P(Alg, AllreduceMpi, ::testing::Values("rd", "rabenseifner", "ring"));
+INSTANTIATE_TEST_SUITE_P(Alg, AllreduceMpi, ::testing::Values("rd", "rabenseifner", "ring", "direct"));
 
 class BcastMpi : public CollMpi, public ::testing::WithParamInterface<const char *> {};
 
@@ -301,6 +301,43 @@ TEST_F(CollMpi, MismatchedCountIsReportedOnEveryRank)
     int32_t x = 1, y = 0;
     EXPECT_EQ(zap_allreduce(comm_, &x, &y, 1, ZAP_DT_INT32, ZAP_OP_SUM), ZAP_OK);
     EXPECT_EQ(y, size);
+}
+
+// The direct algorithm's flat exchange, forced and under auto (where it
+// carries the header of larger vectors too): a count, datatype or local error
+// on one rank is reported on every rank over UCX.
+TEST_F(CollMpi, DirectReportsMismatchesOnEveryRank)
+{
+    MpiExpectLog("differ");
+    MpiExpectLog("wrong size");
+    MpiExpectLog("exceeds");
+    MpiExpectLog("truncat");
+    MpiExpectLog("not defined");
+    int rank = MpiRank(), size = MpiSize();
+    for (const char *alg : {"direct", "auto"}) {
+        setenv("ZAP_ALLREDUCE_ALG", alg, 1);
+        for (int odd : {0, size - 1})
+            for (size_t big : {(size_t)5, (size_t)100000}) {
+                std::vector<int32_t> in(big, 1), out(big);
+                size_t count = rank == odd ? big : 3;
+                EXPECT_EQ(zap_allreduce(comm_, in.data(), out.data(), count, ZAP_DT_INT32, ZAP_OP_SUM),
+                          ZAP_ERR_MISMATCH)
+                    << alg << " rank " << odd << " count " << big;
+            }
+        uint32_t x = 1, y = 0;
+        EXPECT_EQ(zap_allreduce(comm_, &x, &y, 1, rank == size - 1 ? ZAP_DT_FLOAT32 : ZAP_DT_UINT32, ZAP_OP_MAX),
+                  ZAP_ERR_MISMATCH)
+            << alg;
+        float f = 1, g = 0;
+        EXPECT_EQ(zap_allreduce(comm_, &f, &g, 1, ZAP_DT_FLOAT32, rank == 0 ? ZAP_OP_BAND : ZAP_OP_SUM),
+                  rank == 0 ? ZAP_ERR_UNSUPPORTED : ZAP_ERR_MISMATCH)
+            << alg;
+        // The communicator still works afterwards.
+        int32_t a = 1, b = 0;
+        EXPECT_EQ(zap_allreduce(comm_, &a, &b, 1, ZAP_DT_INT32, ZAP_OP_SUM), ZAP_OK) << alg;
+        EXPECT_EQ(b, size) << alg;
+    }
+    unsetenv("ZAP_ALLREDUCE_ALG");
 }
 
 TEST(CommMpi, CreateMpiGivesAWorkingCommunicatorThatClosesItsTransport)

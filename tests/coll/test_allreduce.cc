@@ -9,7 +9,7 @@
 using namespace colltest;
 
 namespace {
-const char *const kAlgs[] = {"rd", "rabenseifner", "ring"};
+const char *const kAlgs[] = {"rd", "rabenseifner", "ring", "direct"};
 
 // Runs one allreduce on every rank and checks the result. in_place uses
 // ZAP_IN_PLACE. Returns false (after recording failures) on a mismatch.
@@ -87,7 +87,7 @@ TEST_P(AllreduceAll, LargeVectorsMatchReference)
 }
 
 INSTANTIATE_TEST_SUITE_P(AlgRanks, AllreduceAll,
-                         ::testing::Combine(::testing::Range(0, 3), ::testing::Range(1, 18)),
+                         ::testing::Combine(::testing::Range(0, 4), ::testing::Range(1, 18)),
                          [](const ::testing::TestParamInfo<std::tuple<int, int>> &i) {
                              return std::string(kAlgs[std::get<0>(i.param)]) + "_" +
                                     std::to_string(std::get<1>(i.param)) + "ranks";
@@ -132,7 +132,8 @@ TEST(Allreduce, FloatRoundingIsDeterministicAndIdenticalOnEveryRank)
 
 TEST(Allreduce, AutomaticChoiceFollowsTheSelectionTable)
 {
-    EXPECT_STREQ(zap_coll_auto_algorithm("allreduce", 8, 4), "rd");
+    EXPECT_STREQ(zap_coll_auto_algorithm("allreduce", 8, 4), "direct");
+    EXPECT_STREQ(zap_coll_auto_algorithm("allreduce", 8, 64), "rd");
     EXPECT_STREQ(zap_coll_auto_algorithm("allreduce", 8 << 20, 4), "ring");
     EXPECT_EQ(zap_coll_auto_algorithm("nosuch", 8, 4), nullptr);
     const zap_coll_selection_row_t *ar = nullptr, *bc = nullptr;
@@ -195,5 +196,77 @@ TEST(Allreduce, BitwiseOpOnFloatIsUnsupportedOnThatRankAndMismatchElsewhere)
     EXPECT_EQ(st[1], ZAP_ERR_UNSUPPORTED);
     EXPECT_EQ(st[0], ZAP_ERR_MISMATCH);
     EXPECT_EQ(st[2], ZAP_ERR_MISMATCH);
+}
+// The direct algorithm's flat exchange meets every mismatch on every rank:
+// counts apart (rank 0's message malformed too, the accumulator's start),
+// datatypes of one size, a rank failing locally, forced and under auto (where
+// sizes past the direct threshold agree flat before rabenseifner or ring).
+TEST(Allreduce, DirectReportsEveryMismatchOnEveryRank)
+{
+    for (const char *alg : {"direct", "auto"})
+        for (int n : {3, 4, 8, 9, 17}) {
+            ScopedEnv env("ZAP_ALLREDUCE_ALG", alg);
+            for (int odd : {0, n - 1})
+                for (size_t big : {(size_t)2, (size_t)300, (size_t)100000}) {
+                    LogCapture log;
+                    World w(n);
+                    std::vector<std::vector<int32_t>> in(n, std::vector<int32_t>(big, 1)), out = in;
+                    std::vector<zap_status_t> st(n);
+                    w.run([&](int r) {
+                        size_t count = r == odd ? big : 1;
+                        st[r] = zap_allreduce(w.c[r], in[r].data(), out[r].data(), count, ZAP_DT_INT32, ZAP_OP_SUM);
+                    });
+                    for (int r = 0; r < n; r++)
+                        EXPECT_EQ(st[r], ZAP_ERR_MISMATCH)
+                            << alg << " " << n << " ranks, rank " << odd << " count " << big << ", rank " << r;
+                    EXPECT_TRUE(log.contains("differ") || log.contains("wrong size")) << log.all();
+                }
+            {
+                LogCapture log;
+                World w(n);
+                std::vector<zap_status_t> st(n);
+                std::vector<uint32_t> x(n, 1), y(n);
+                w.run([&](int r) {
+                    st[r] = zap_allreduce(w.c[r], &x[r], &y[r], 1, r == n / 2 ? ZAP_DT_FLOAT32 : ZAP_DT_UINT32,
+                                          ZAP_OP_MAX);
+                });
+                for (int r = 0; r < n; r++)
+                    EXPECT_EQ(st[r], ZAP_ERR_MISMATCH) << alg << " " << n << " ranks, rank " << r;
+                EXPECT_TRUE(log.contains("datatype")) << log.all();
+            }
+            {
+                LogCapture log;
+                World w(n);
+                std::vector<zap_status_t> st(n);
+                std::vector<float> x(n, 1), y(n);
+                w.run([&](int r) {
+                    st[r] = zap_allreduce(w.c[r], &x[r], &y[r], 1, ZAP_DT_FLOAT32, r == 0 ? ZAP_OP_BAND : ZAP_OP_SUM);
+                    // The communicator still works afterwards.
+                    float one = 1, sum = 0;
+                    EXPECT_EQ(zap_allreduce(w.c[r], &one, &sum, 1, ZAP_DT_FLOAT32, ZAP_OP_SUM), ZAP_OK);
+                    EXPECT_EQ(sum, (float)n);
+                });
+                EXPECT_EQ(st[0], ZAP_ERR_UNSUPPORTED);
+                for (int r = 1; r < n; r++)
+                    EXPECT_EQ(st[r], ZAP_ERR_MISMATCH) << alg << " " << n << " ranks, rank " << r;
+            }
+        }
+}
+
+// Under auto, the flat exchange of small vectors and the recursive-doubling
+// one of rd-selected rank counts each match their own kind only: a forced
+// algorithm past the flat rank limit falls back to recursive doubling.
+TEST(Allreduce, DirectForcedOnManyRanksRunsAsRecursiveDoubling)
+{
+    ScopedEnv env("ZAP_ALLREDUCE_ALG", "direct");
+    const int n = 33; // ZAP_COLL_FLAT_MAX_RANKS (core/coll/coll_impl.h) + 1
+    World w(n);
+    std::vector<int64_t> x(n), y(n);
+    w.run([&](int r) {
+        x[r] = r;
+        EXPECT_EQ(zap_allreduce(w.c[r], &x[r], &y[r], 1, ZAP_DT_INT64, ZAP_OP_SUM), ZAP_OK);
+    });
+    for (int r = 0; r < n; r++)
+        EXPECT_EQ(y[r], (int64_t)n * (n - 1) / 2);
 }
 } // namespace

@@ -9,6 +9,9 @@
  *   ring          ring reduce-scatter then ring allgather: 2 (p-1) rounds,
  *                 2 (p-1)/p n bytes moved, one neighbour at a time, in pipeline
  *                 segments. Large vectors.
+ *   direct        every rank sends its vector to every other in one round
+ *                 and reduces all p in rank order: 1 round, (p-1) n bytes
+ *                 moved. Small vectors on few ranks.
  *
  * The automatic choice reads the selection rows below: the first row whose
  * rank range and byte range hold the call wins. The thresholds were measured
@@ -16,7 +19,9 @@
  * docs/collectives.md, "Selection"); ZAP_ALLREDUCE_ALG overrides them. The
  * chosen algorithm is part of the argument header, so ranks that choose
  * differently (different counts, different environments) report
- * ZAP_ERR_MISMATCH instead of running different algorithms. */
+ * ZAP_ERR_MISMATCH instead of running different algorithms. The direct
+ * algorithm rides a flat argument exchange: the exchange pattern follows the
+ * rank count and the setting alone (allreduce_direct.c explains why). */
 #include "coll/coll_impl.h"
 #include "coll/reduce/reduce.h"
 #include "coll/selection.h"
@@ -31,6 +36,8 @@ const zap_coll_alg_t zap_allreduce_algs[ZAP_AR_NALGS] = {
     [ZAP_AR_RABENSEIFNER] = {"rabenseifner", "recursive halving reduce-scatter + recursive doubling allgather",
                              "medium vectors"},
     [ZAP_AR_RING] = {"ring", "ring reduce-scatter + ring allgather, pipelined", "large vectors"},
+    [ZAP_AR_DIRECT] = {"direct", "one round: every rank sends its vector to every other, reduced in rank order",
+                       "small vectors, few ranks"},
 };
 
 /* First matching row wins. Bytes are count * datatype size. */
@@ -38,6 +45,7 @@ const zap_coll_selection_row_t zap_allreduce_rows[] = {
     {"allreduce", "rd", 1, 1, 0, SIZE_MAX},
     {"allreduce", "rd", 2, 2, 0, 8192},
     {"allreduce", "rabenseifner", 2, 2, 8192, SIZE_MAX},
+    {"allreduce", "direct", 3, 8, 0, 1024},
     {"allreduce", "rd", 3, INT32_MAX, 0, 8192},
     {"allreduce", "rabenseifner", 3, INT32_MAX, 8192, 524288},
     {"allreduce", "ring", 3, INT32_MAX, 524288, SIZE_MAX},
@@ -53,15 +61,16 @@ static int auto_alg(size_t bytes, int p)
     return ZAP_AR_RD;
 }
 
-/* The algorithm for this call: the override if set (index 0 is "auto"). */
-static zap_status_t choose(size_t bytes, int p, int *alg_p)
+/* Whether a call under setting idx (0: auto) on p ranks agrees flat. Only
+ * the rank count and the setting may decide it: ranks that disagree on
+ * anything else must still exchange the same messages. */
+static bool flat_exchange(int idx, int p)
 {
-    int idx = 0;
-    zap_status_t st = zap_coll_alg_setting(ZAP_CFG_ALLREDUCE_ALG, &idx);
-    if (st != ZAP_OK)
-        return st;
-    *alg_p = idx == 0 ? auto_alg(bytes, p) : idx - 1;
-    return ZAP_OK;
+    if (p > ZAP_COLL_FLAT_MAX_RANKS)
+        return false;
+    if (idx == 0)
+        return zap_coll_flat_ranks(zap_allreduce_rows, zap_allreduce_nrows, zap_allreduce_algs[ZAP_AR_DIRECT].name, p);
+    return idx - 1 == ZAP_AR_DIRECT;
 }
 
 static zap_status_t post(zap_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count, zap_dtype_t dt,
@@ -85,15 +94,27 @@ static zap_status_t post(zap_comm_t *comm, const void *sendbuf, void *recvbuf, s
         zap_error("coll: rank %d: allreduce: count %zu too large", comm->rank, count);
         local = ZAP_ERR_INVALID_PARAM;
     }
-    int alg = ZAP_AR_RD;
-    if (local == ZAP_OK && forced_alg >= 0)
-        alg = forced_alg;
-    else if (local == ZAP_OK)
-        local = choose(count * esize, comm->size, &alg);
+    /* The setting (index 0: auto) is read even after a local error: it
+     * decides the exchange pattern the other ranks expect. An unreadable
+     * setting counts as auto for that (every rank then fails the same way). */
+    int idx = forced_alg >= 0 ? forced_alg + 1 : 0;
+    if (forced_alg < 0) {
+        zap_status_t sst = zap_coll_alg_setting(ZAP_CFG_ALLREDUCE_ALG, &idx);
+        if (sst != ZAP_OK) {
+            idx = 0;
+            if (local == ZAP_OK)
+                local = sst;
+        }
+    }
+    bool flat = flat_exchange(idx, comm->size);
+    int alg = idx == 0 ? (local == ZAP_OK ? auto_alg(count * esize, comm->size) : ZAP_AR_RD) : idx - 1;
+    if (alg == ZAP_AR_DIRECT && !flat)
+        alg = ZAP_AR_RD; /* forced direct beyond ZAP_COLL_FLAT_MAX_RANKS: the same log2(p) exchange instead */
     zap_coll_op_t *op = NULL;
     zap_status_t st = zap_coll_op_get(comm, ZAP_COLL_ALLREDUCE, local == ZAP_OK ? alg : 0xff, &op);
     if (st != ZAP_OK)
         return st;
+    op->flat_agree = flat;
     if (local != ZAP_OK) {
         /* Take part in the argument exchange with the header marked bad, so
          * the other ranks learn of it instead of waiting. */
@@ -102,12 +123,15 @@ static zap_status_t post(zap_comm_t *comm, const void *sendbuf, void *recvbuf, s
     } else {
         const void *src = sendbuf == ZAP_IN_PLACE ? recvbuf : sendbuf;
         op->mem = zap_coll_mem_kind(comm, recvbuf, count * esize);
-        bool staged = zap_stage_wanted(op, count * esize); /* GPU-resident path, staging/stage.h */
+        /* GPU-resident path (staging/stage.h); not under direct, whose
+         * header rides its data like rd's. */
+        bool staged = alg != ZAP_AR_DIRECT && zap_stage_wanted(op, count * esize);
         zap_coll_hdr_init(op, count, dt, zop, -1, 0, false);
         switch (staged ? -1 : alg) {
         case -1: st = zap_stage_allreduce_init(op, src, recvbuf, count, dt, zop, alg); break;
         case ZAP_AR_RABENSEIFNER: st = zap_allreduce_rabenseifner_init(op, src, recvbuf, count, dt, zop); break;
         case ZAP_AR_RING: st = zap_allreduce_ring_init(op, src, recvbuf, count, dt, zop); break;
+        case ZAP_AR_DIRECT: st = zap_allreduce_direct_init(op, src, recvbuf, count, dt, zop); break;
         default: st = zap_allreduce_rd_init(op, src, recvbuf, count, dt, zop); break;
         }
     }

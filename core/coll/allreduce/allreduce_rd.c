@@ -75,17 +75,21 @@ static zap_status_t rd_setup(zap_coll_op_t *op, int phase, const void *data, siz
      * use the operation's inline area, GPU-resident ones pool scratch the
      * reduction kernels can address. */
     size_t stride = (rd->msg_bytes + 63) & ~(size_t)63;
+    rd->stride = stride;
+    rd->flat = op->flat_agree && root < 0;
+    size_t slots = rd->flat ? (size_t)op->comm->size : 2;
     bool host = op->mem != ZAP_MEM_DEVICE && op->mem != ZAP_MEM_MANAGED;
-    if (count == 0 || (host && stride <= ZAP_COLL_RD_INLINE_STRIDE)) {
+    if ((count == 0 || host) && slots * stride <= ZAP_COLL_RD_INLINE_BYTES) {
         rd->acc = (zap_coll_hdr_t *)rd->inline_area;
-        rd->in = (zap_coll_hdr_t *)(rd->inline_area + stride);
     } else {
-        zap_status_t st = zap_coll_scratch(op, &rd->buf, 2 * stride);
+        zap_status_t st = zap_coll_scratch(op, &rd->buf, slots * stride);
         if (st != ZAP_OK)
             return st;
         rd->acc = rd->buf.ptr;
-        rd->in = (zap_coll_hdr_t *)((char *)rd->buf.ptr + stride);
     }
+    rd->in = (zap_coll_hdr_t *)((char *)rd->acc + stride);
+    if (rd->flat)
+        return zap_coll_flat_setup(op, data);
     if (count > 0 && (root < 0 || root == op->comm->rank))
         zap_coll_copy(op, hdr_data(rd->acc), data, count * zap_dtype_size(dt));
     *rd->acc = op->hdr_own;
@@ -113,7 +117,7 @@ void *zap_coll_rd_result(zap_coll_op_t *op) { return hdr_data(op->rd.acc); }
 
 /* acc = lo op hi, where acc is one of them and the other is the received
  * message; a malformed message only marks the header bad. */
-static zap_status_t rd_combine(zap_coll_op_t *op, bool in_is_lower)
+zap_status_t zap_coll_rd_combine(zap_coll_op_t *op, bool in_is_lower)
 {
     zap_coll_rd_t *rd = &op->rd;
     if (rd->in_st != ZAP_OK || rd->in_len != rd->expect) {
@@ -155,7 +159,7 @@ static zap_status_t rd_combine(zap_coll_op_t *op, bool in_is_lower)
     return zap_coll_reduce(op, rd->dt, rd->op, hdr_data(rd->acc), lo, hi, rd->count);
 }
 
-static zap_status_t rd_verdict(zap_coll_op_t *op)
+zap_status_t zap_coll_rd_verdict(zap_coll_op_t *op)
 {
     const zap_coll_hdr_t *h = op->rd.acc;
     for (int f = 0; f < ZAP_HDR_LANES; f++) {
@@ -192,6 +196,8 @@ zap_status_t zap_coll_rd_progress(zap_coll_op_t *op)
     int p = op->comm->size, rank = op->comm->rank;
     int pof2 = zap_pat_pof2(p), rem = p - pof2;
     zap_status_t st;
+    if (rd->flat)
+        return zap_coll_flat_progress(op);
     for (;;) {
         switch (rd->state) {
         case RD_START:
@@ -233,7 +239,7 @@ zap_status_t zap_coll_rd_progress(zap_coll_op_t *op)
                 rd->state = RD_FOLD_OUT_WAIT;
                 break;
             }
-            if ((st = rd_combine(op, true)) != ZAP_OK)
+            if ((st = zap_coll_rd_combine(op, true)) != ZAP_OK)
                 return st;
             rd->state = RD_STEP_POST;
             break;
@@ -268,7 +274,7 @@ zap_status_t zap_coll_rd_progress(zap_coll_op_t *op)
             if (st != ZAP_OK)
                 return st;
             int partner = zap_pat_rd_realrank(rd->newrank ^ rd->mask, p);
-            if ((st = rd_combine(op, partner < rank)) != ZAP_OK)
+            if ((st = zap_coll_rd_combine(op, partner < rank)) != ZAP_OK)
                 return st;
             rd->mask <<= 1;
             rd->state = RD_STEP_POST;
@@ -296,7 +302,7 @@ zap_status_t zap_coll_rd_progress(zap_coll_op_t *op)
             rd->state = RD_DONE;
             break;
         case RD_DONE:
-            return rd_verdict(op);
+            return zap_coll_rd_verdict(op);
         }
     }
 }
