@@ -130,6 +130,7 @@ struct ucp_transport {
     int first_failed;  /* the rank that failed first, as far as known; -1 */
     int notified;      /* this rank has sent its failure notices */
     unsigned polls;    /* progress calls, to look for notices now and then */
+    double notice_probed; /* zap_clock_now of the last look */
     zap_ucp_notice_t notice;
     int hook_slot; /* -1: hooks not installed */
     int staging;   /* prefetch managed memory to the host first */
@@ -382,12 +383,20 @@ static void handle_failures(ucp_transport_t *u)
 static inline void progress_locked(ucp_transport_t *u)
 {
     ucp_worker_progress(u->w.worker);
-    /* Now and then (a probe of the unexpected queue, every 4096 progress
-     * calls) look for failure notices: a rank waiting on a peer whose death
-     * UCX has not reported (a connection still being retried) learns it from
-     * the rank that noticed. */
-    if ((++u->polls & 4095) == 0 && !u->closing && zap_ucp_notice_waiting(u->w.worker))
-        u->failures_pending = 1;
+    /* Now and then (every 4096 progress calls, at most every 50 ms) look for
+     * failure notices: a rank waiting on a peer whose death UCX has not
+     * reported (a connection still being retried) learns it from the rank
+     * that noticed. The probe walks UCX's whole unexpected queue (its source
+     * bits are masked), long with thousands of messages in flight: hence the
+     * time limit too. */
+    if ((++u->polls & 4095) == 0 && !u->closing) {
+        double now = zap_clock_now();
+        if (now - u->notice_probed > 0.05) {
+            u->notice_probed = now;
+            if (zap_ucp_notice_waiting(u->w.worker))
+                u->failures_pending = 1;
+        }
+    }
     handle_failures(u);
 }
 
