@@ -95,6 +95,41 @@ TEST(StageProtocol, AllreduceTypesOpsRanksAndSizes)
     EXPECT_EQ(before.fb, after.fb);
 }
 
+// Under auto on 3-8 ranks the argument exchange is flat (allreduce_direct.c):
+// the path's vote must ride it as it rides recursive doubling, and the small
+// vectors the direct algorithm takes stay on the host.
+TEST(StageProtocol, FlatAgreementUnderAutoCarriesTheVote)
+{
+    Env path("ZAP_COLL_GPU_PATH", "ipc");
+    Counts c0;
+    uint64_t expect = 0;
+    for (int n = 3; n <= 8; n++) {
+        allreduce_case(n, ZAP_DT_FLOAT32, ZAP_OP_SUM, 4099, false); // 16 KiB: rabenseifner's size, on the path
+        expect += (uint64_t)n;
+    }
+    Counts c1;
+    EXPECT_EQ(c0.done + expect, c1.done);
+    EXPECT_EQ(c0.fb, c1.fb);
+    for (int n = 3; n <= 8; n++)
+        allreduce_case(n, ZAP_DT_FLOAT32, ZAP_OP_SUM, 7, n % 2 == 1); // direct: host
+    Counts c2;
+    EXPECT_EQ(c1.done, c2.done);
+}
+
+// The direct algorithm reduces in rank order, ((x0 op x1) op x2) ..., on
+// every rank: bit for bit the ordered reference, floats included.
+TEST(StageProtocol, DirectIsTheRankOrderedReductionBitForBit)
+{
+    Env path("ZAP_COLL_GPU_PATH", "off");
+    Env alg("ZAP_ALLREDUCE_ALG", "direct");
+    for (int n : {1, 2, 5, 9, 17}) {
+        allreduce_case(n, ZAP_DT_FLOAT32, ZAP_OP_SUM, 257, false);
+        allreduce_case(n, ZAP_DT_FLOAT16, ZAP_OP_SUM, 33, true);
+        allreduce_case(n, ZAP_DT_BFLOAT16, ZAP_OP_PROD, 5, false);
+        allreduce_case(n, ZAP_DT_FLOAT64, ZAP_OP_SUM, 1000, false);
+    }
+}
+
 TEST(StageProtocol, AutoUsesThePathFromTheThreshold)
 {
     Env path("ZAP_COLL_GPU_PATH", "auto");
