@@ -487,7 +487,7 @@ static zap_status_t ucp_isend(zap_transport_t *t, int peer, uint64_t tag, const 
         return st;
     ucp_ep_h ep = NULL;
     spin_lock(&u->lock);
-    st = peer_ep(u, peer, &ep);
+    st = u->torn_down ? ZAP_ERR_CLOSED : peer_ep(u, peer, &ep);
     ucp_req_t *r = st == ZAP_OK ? req_get(u) : NULL;
     if (st == ZAP_OK && r == NULL)
         st = ZAP_ERR_NO_MEMORY;
@@ -534,7 +534,7 @@ static zap_status_t ucp_irecv(zap_transport_t *t, int peer, uint64_t tag, void *
         return st;
     ucp_ep_h ep = NULL;
     spin_lock(&u->lock);
-    st = peer_ep(u, peer, &ep);
+    st = u->torn_down ? ZAP_ERR_CLOSED : peer_ep(u, peer, &ep);
     ucp_req_t *r = st == ZAP_OK ? req_get(u) : NULL;
     if (st == ZAP_OK && r == NULL)
         st = ZAP_ERR_NO_MEMORY;
@@ -673,7 +673,7 @@ static zap_status_t inline_status(ucp_transport_t *u, ucs_status_t s, zap_status
     if (st == ZAP_ERR_TRUNCATED)
         zap_error("ucp: rank %d: message of %zu bytes from rank %d (tag 0x%llx) exceeds the %zu-byte receive buffer",
                   u->base.rank, len, peer, (unsigned long long)tag, cap);
-    else if (u->peers[peer].failed && st != ZAP_ERR_TRUNCATED)
+    else if (u->peers[peer].failed)
         st = ZAP_ERR_PEER_FAILED;
     else if (st != ZAP_ERR_PEER_FAILED && st != ZAP_ERR_CANCELED)
         zap_error("ucp: rank %d: %s rank %d (tag 0x%llx) failed: %s", u->base.rank,
@@ -692,7 +692,7 @@ static zap_status_t ucp_send_blocking(zap_transport_t *t, int peer, uint64_t tag
         return st;
     ucp_ep_h ep = NULL;
     spin_lock(&u->lock);
-    st = known_ep(u, peer, &ep);
+    st = u->torn_down ? ZAP_ERR_CLOSED : known_ep(u, peer, &ep);
     if (st != ZAP_OK) {
         spin_unlock(&u->lock);
         return st;
@@ -729,7 +729,7 @@ static zap_status_t ucp_recv_blocking(zap_transport_t *t, int peer, uint64_t tag
         return st;
     ucp_ep_h ep = NULL;
     spin_lock(&u->lock);
-    st = known_ep(u, peer, &ep);
+    st = u->torn_down ? ZAP_ERR_CLOSED : known_ep(u, peer, &ep);
     if (st != ZAP_OK) {
         spin_unlock(&u->lock);
         return st;
@@ -762,7 +762,7 @@ static zap_status_t ucp_probe(zap_transport_t *t, int peer, uint64_t tag, double
     zap_status_t st = ZAP_OK;
     unsigned n = 0;
     spin_lock(&u->lock);
-    st = peer_ep(u, peer, &ep);
+    st = u->torn_down ? ZAP_ERR_CLOSED : peer_ep(u, peer, &ep);
     while (st == ZAP_OK) {
         if (ucp_tag_probe_nb(u->w.worker, zap_ucp_tag(peer, tag), ZAP_UCP_MATCH_ALL, 0, &info) != NULL) {
             *len_p = info.length;
