@@ -178,6 +178,7 @@ struct zap_comm {
     zap_transport_t *checksum_t; /* ZAP_CHECKSUM=1: the wrapper this communicator made and closes */
     zap_transport_t *unwrapped;  /* the transport under checksum_t */
     unsigned spins_before_yield; /* polls of a waiting operation before it yields the CPU */
+    bool oversubscribed;         /* agreed at creation: some rank has more ranks than cores on its node */
 };
 
 /* --- comm.c ---------------------------------------------------------------- */

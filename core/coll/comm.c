@@ -98,21 +98,24 @@ static void comm_free(zap_comm_t *c)
     free(c);
 }
 
-/* Agrees on a fresh id over comm's ranks (an allreduce of proposals, MAX). */
+/* Agrees on a fresh id over comm's ranks (an allreduce of proposals, MAX),
+ * and on whether any of them runs oversubscribed (the flat allreduce exchange
+ * is then left out, allreduce.c: it needs every rank to decide alike). */
 static zap_status_t comm_agree_id(zap_comm_t *comm, zap_comm_t *over, uint32_t *id_p)
 {
-    uint64_t proposal = atomic_load(&next_comm_id), agreed = 0;
-    zap_status_t st = zap_coll_allreduce_rd(over, &proposal, &agreed, 1, ZAP_DT_UINT64, ZAP_OP_MAX);
+    uint64_t proposal[2] = {atomic_load(&next_comm_id), over->spins_before_yield == ZAP_COLL_SPINS_OVERSUBSCRIBED};
+    uint64_t agreed[2] = {0, 0};
+    zap_status_t st = zap_coll_allreduce_rd(over, proposal, agreed, 2, ZAP_DT_UINT64, ZAP_OP_MAX);
     if (st != ZAP_OK)
         return st;
-    uint32_t id = (uint32_t)(agreed % ZAP_COLL_COMM_ID_MAX);
+    comm->oversubscribed = agreed[1] != 0;
+    uint32_t id = (uint32_t)(agreed[0] % ZAP_COLL_COMM_ID_MAX);
     if (id == ZAP_COLL_BOOT_ID)
         id = 1;
     /* Raise the process-wide counter past the agreed id. */
     unsigned cur = atomic_load(&next_comm_id);
-    while (cur <= agreed && !atomic_compare_exchange_weak(&next_comm_id, &cur, (unsigned)agreed + 1))
+    while (cur <= agreed[0] && !atomic_compare_exchange_weak(&next_comm_id, &cur, (unsigned)agreed[0] + 1))
         ;
-    (void)comm;
     *id_p = id;
     return ZAP_OK;
 }
@@ -211,6 +214,7 @@ zap_status_t zap_comm_split(zap_comm_t *comm, int color, int key, zap_comm_t **n
     }
     zap_transport_base_init(&c->req_base, &coll_req_ops, newrank, n, NULL, false);
     c->id = id;
+    c->oversubscribed = comm->oversubscribed; /* agreed over the parent's ranks just now */
     *newcomm_p = c;
     return ZAP_OK;
 }

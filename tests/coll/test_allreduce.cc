@@ -253,6 +253,26 @@ TEST(Allreduce, DirectReportsEveryMismatchOnEveryRank)
         }
 }
 
+// Auto takes direct on 3-8 ranks unless a rank ran oversubscribed when the
+// communicator was created (then recursive doubling, on every rank alike).
+// The float sum tells them apart: direct adds ((1 + 1e8) - 1e8) + 1 = 1, rd
+// (1 + 1e8) + (-1e8 + 1) = 0.
+TEST(Allreduce, AutoTakesDirectUnlessOversubscribed)
+{
+    unsetenv("ZAP_ALLREDUCE_ALG");
+    const float in[4] = {1.0f, 1e8f, -1e8f, 1.0f};
+    for (bool over : {false, true}) {
+        if (over)
+            setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "100000", 1); // read when the communicator is created
+        World w(4);
+        unsetenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+        float out[4] = {};
+        w.run([&](int r) { EXPECT_EQ(zap_allreduce(w.c[r], &in[r], &out[r], 1, ZAP_DT_FLOAT32, ZAP_OP_SUM), ZAP_OK); });
+        for (int r = 0; r < 4; r++)
+            EXPECT_EQ(out[r], over ? 0.0f : 1.0f) << (over ? "oversubscribed" : "dedicated") << ", rank " << r;
+    }
+}
+
 // Under auto, the flat exchange of small vectors and the recursive-doubling
 // one of rd-selected rank counts each match their own kind only: a forced
 // algorithm past the flat rank limit falls back to recursive doubling.

@@ -61,15 +61,21 @@ static int auto_alg(size_t bytes, int p)
     return ZAP_AR_RD;
 }
 
-/* Whether a call under setting idx (0: auto) on p ranks agrees flat. Only
- * the rank count and the setting may decide it: ranks that disagree on
- * anything else must still exchange the same messages. */
-static bool flat_exchange(int idx, int p)
+/* Whether a call under setting idx (0: auto) agrees flat. Only what every
+ * rank of comm decides alike may decide it (the rank count, the setting, the
+ * oversubscription agreed at creation): ranks that disagree on anything else
+ * must still exchange the same messages. Oversubscribed, auto keeps
+ * recursive doubling: with more ranks than cores a rank waiting on all p - 1
+ * peers at once waits for every one of them to be scheduled, and 4 ranks on
+ * 2 cores measured slower flat (docs/collectives.md, "Selection"). */
+static bool flat_exchange(const zap_comm_t *comm, int idx)
 {
+    int p = comm->size;
     if (p > ZAP_COLL_FLAT_MAX_RANKS)
         return false;
     if (idx == 0)
-        return zap_coll_flat_ranks(zap_allreduce_rows, zap_allreduce_nrows, zap_allreduce_algs[ZAP_AR_DIRECT].name, p);
+        return !comm->oversubscribed &&
+               zap_coll_flat_ranks(zap_allreduce_rows, zap_allreduce_nrows, zap_allreduce_algs[ZAP_AR_DIRECT].name, p);
     return idx - 1 == ZAP_AR_DIRECT;
 }
 
@@ -106,10 +112,10 @@ static zap_status_t post(zap_comm_t *comm, const void *sendbuf, void *recvbuf, s
                 local = sst;
         }
     }
-    bool flat = flat_exchange(idx, comm->size);
+    bool flat = flat_exchange(comm, idx);
     int alg = idx == 0 ? (local == ZAP_OK ? auto_alg(count * esize, comm->size) : ZAP_AR_RD) : idx - 1;
     if (alg == ZAP_AR_DIRECT && !flat)
-        alg = ZAP_AR_RD; /* forced direct beyond ZAP_COLL_FLAT_MAX_RANKS: the same log2(p) exchange instead */
+        alg = ZAP_AR_RD; /* oversubscribed auto, or forced beyond ZAP_COLL_FLAT_MAX_RANKS: recursive doubling */
     zap_coll_op_t *op = NULL;
     zap_status_t st = zap_coll_op_get(comm, ZAP_COLL_ALLREDUCE, local == ZAP_OK ? alg : 0xff, &op);
     if (st != ZAP_OK)
