@@ -290,6 +290,36 @@ TEST(GpuStage, HostBufferOnOneRankFallsBackOnAll)
 #endif
 }
 
+// The direct allreduce on managed and device buffers (its header rides its
+// data, so the path declines it; reductions by kernels on pool scratch, in
+// rank order: bit for bit the ordered reference), and auto on 3-8 ranks,
+// where the path's vote rides the flat argument exchange.
+TEST(GpuStage, DirectOnGpuBuffersAndTheVoteInTheFlatExchange)
+{
+    REQUIRE_GPU();
+#ifdef ZAP_TEST_HAVE_CUDA
+    PathSetting path("ipc");
+    uint64_t done0, fb0, done1, fb1, done2, fb2;
+    setenv("ZAP_ALLREDUCE_ALG", "direct", 1);
+    zap_stage_counts(&done0, &fb0);
+    for (int n : {3, 5, 8}) {
+        run_allreduce(n, ZAP_DT_FLOAT32, ZAP_OP_SUM, 257, false, false);
+        run_allreduce(n, ZAP_DT_FLOAT16, ZAP_OP_SUM, 33, true, true);
+    }
+    unsetenv("ZAP_ALLREDUCE_ALG");
+    zap_stage_counts(&done1, &fb1);
+    EXPECT_EQ(done0, done1);
+    uint64_t expect = 0;
+    for (int n : {3, 4, 8}) {
+        run_allreduce(n, ZAP_DT_FLOAT32, ZAP_OP_SUM, 65537, false, false); // rabenseifner's size: the path
+        expect += (uint64_t)n;
+    }
+    zap_stage_counts(&done2, &fb2);
+    EXPECT_EQ(expect, done2 - done1);
+    EXPECT_EQ(fb1, fb2);
+#endif
+}
+
 TEST(GpuStage, OffSettingKeepsTheHostPath)
 {
     REQUIRE_GPU();
