@@ -253,23 +253,36 @@ TEST(Allreduce, DirectReportsEveryMismatchOnEveryRank)
         }
 }
 
-// Auto takes direct on 3-8 ranks unless a rank ran oversubscribed when the
-// communicator was created (then recursive doubling, on every rank alike).
+// Auto takes direct on 3-8 ranks for small vectors unless a rank ran
+// oversubscribed when the communicator was created (then recursive doubling,
+// on every rank alike); above direct's bound, rd (after a flat agreement).
 // The float sum tells them apart: direct adds ((1 + 1e8) - 1e8) + 1 = 1, rd
 // (1 + 1e8) + (-1e8 + 1) = 0.
 TEST(Allreduce, AutoTakesDirectUnlessOversubscribed)
 {
     unsetenv("ZAP_ALLREDUCE_ALG");
-    const float in[4] = {1.0f, 1e8f, -1e8f, 1.0f};
+    const float v[4] = {1.0f, 1e8f, -1e8f, 1.0f};
+    const size_t big = 1500; // 6000 bytes: rd's row
+    ASSERT_STREQ(zap_coll_auto_algorithm("allreduce", big * 4, 4), "rd");
     for (bool over : {false, true}) {
         if (over)
             setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "100000", 1); // read when the communicator is created
         World w(4);
         unsetenv("OMPI_COMM_WORLD_LOCAL_SIZE");
-        float out[4] = {};
-        w.run([&](int r) { EXPECT_EQ(zap_allreduce(w.c[r], &in[r], &out[r], 1, ZAP_DT_FLOAT32, ZAP_OP_SUM), ZAP_OK); });
-        for (int r = 0; r < 4; r++)
-            EXPECT_EQ(out[r], over ? 0.0f : 1.0f) << (over ? "oversubscribed" : "dedicated") << ", rank " << r;
+        for (size_t count : {(size_t)1, big}) {
+            std::vector<std::vector<float>> in(4), out(4, std::vector<float>(count, 7.0f));
+            for (int r = 0; r < 4; r++)
+                in[r].assign(count, v[r]);
+            w.run([&](int r) {
+                EXPECT_EQ(zap_allreduce(w.c[r], in[r].data(), out[r].data(), count, ZAP_DT_FLOAT32, ZAP_OP_SUM),
+                          ZAP_OK);
+            });
+            float want = !over && count == 1 ? 1.0f : 0.0f;
+            for (int r = 0; r < 4; r++)
+                for (size_t i = 0; i < count; i += count - 1 > 0 ? count - 1 : 1)
+                    EXPECT_EQ(out[r][i], want) << (over ? "oversubscribed" : "dedicated") << ", count " << count
+                                               << ", rank " << r << ", element " << i;
+        }
     }
 }
 

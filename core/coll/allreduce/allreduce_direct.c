@@ -21,7 +21,8 @@
  * ZAP_ALLREDUCE_ALG only (allreduce.c): under "auto", every allreduce on a
  * rank count that has a "direct" selection row agrees flat, carrying the
  * payload when the vector is small (this algorithm) and the header alone when
- * it is not (rabenseifner, ring and the GPU path follow). Counts on both sides
+ * it is not (rd's own exchange, rabenseifner, ring or the GPU path follow,
+ * allreduce_rd.c explains the first). Counts on both sides
  * of the size threshold therefore still meet in one exchange and every rank
  * reports ZAP_ERR_MISMATCH. Ranks run with different ZAP_ALLREDUCE_ALG
  * settings, one flat and one not, do not meet: they end with ZAP_ERR_TIMEOUT

@@ -310,28 +310,56 @@ zap_status_t zap_coll_rd_progress(zap_coll_op_t *op)
 /* --- the allreduce -------------------------------------------------------- */
 
 typedef struct rd_allreduce {
+    const void *sendbuf;
     void *recvbuf;
-    size_t bytes;
+    size_t count;
+    zap_dtype_t dt;
+    zap_op_t op;
+    bool exchanging; /* after a flat agreement: the payload's own exchange is running */
 } rd_allreduce_t;
 _Static_assert(sizeof(rd_allreduce_t) <= ZAP_COLL_ALG_STATE_BYTES, "state too large");
 
 static zap_status_t rd_allreduce_finish(zap_coll_op_t *op)
 {
     rd_allreduce_t *s = (rd_allreduce_t *)op->alg_state;
-    zap_coll_copy(op, s->recvbuf, zap_coll_rd_result(op), s->bytes);
+    zap_coll_copy(op, s->recvbuf, zap_coll_rd_result(op), s->count * zap_dtype_size(s->dt));
     return ZAP_OK;
+}
+
+/* After a flat header agreement (allreduce_direct.c: the pattern every
+ * allreduce on this rank count uses under auto) the vector gets its own
+ * recursive-doubling exchange in phase 1: one round more than rd alone,
+ * chosen where the selection puts rd above direct's size bound. */
+static zap_status_t rd_after_flat(zap_coll_op_t *op)
+{
+    rd_allreduce_t *s = (rd_allreduce_t *)op->alg_state;
+    zap_status_t st;
+    if (!s->exchanging) {
+        op->flat_agree = false;
+        if ((st = zap_coll_rd_init(op, 1, s->sendbuf, s->count, s->dt, s->op)) != ZAP_OK)
+            return st;
+        s->exchanging = true;
+    }
+    if ((st = zap_coll_rd_progress(op)) != ZAP_OK)
+        return st;
+    return rd_allreduce_finish(op);
 }
 
 zap_status_t zap_allreduce_rd_init(zap_coll_op_t *op, const void *sendbuf, void *recvbuf, size_t count,
                                    zap_dtype_t dt, zap_op_t zop)
 {
     rd_allreduce_t *s = (rd_allreduce_t *)op->alg_state;
+    s->sendbuf = sendbuf;
     s->recvbuf = recvbuf;
-    s->bytes = count * zap_dtype_size(dt);
-    zap_status_t st = zap_coll_rd_init(op, 0, sendbuf, count, dt, zop);
+    s->count = count;
+    s->dt = dt;
+    s->op = zop;
+    s->exchanging = false;
+    bool flat = op->flat_agree && op->comm->size > 1;
+    zap_status_t st = zap_coll_rd_init(op, 0, sendbuf, flat ? 0 : count, dt, zop);
     if (st != ZAP_OK)
         return st;
     op->agreeing = true;
-    op->progress = rd_allreduce_finish;
+    op->progress = flat ? rd_after_flat : rd_allreduce_finish;
     return ZAP_OK;
 }
