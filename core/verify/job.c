@@ -12,9 +12,12 @@
  *                place, so its memory stays at the batch plus bookkeeping;
  *   3. verify    overlapped with 2: the root verifies its shard while a
  *                helper thread sends, a rank verifies segment k while k + 1
- *                arrives, each into its words of a full-length bitmap; a
- *                MIN-allreduce of the local status follows, so a rank whose
- *                verifier (or stream) failed fails the job everywhere;
+ *                arrives, each into its words of a full-length bitmap; the
+ *                root then takes its neighbour's segments that the
+ *                neighbour has not asked for yet (balance); an allgatherv of
+ *                each rank's status and verified range follows, so a rank
+ *                whose verifier (or stream) failed fails the job everywhere
+ *                and every rank knows where the boundaries ended;
  *   4. combine   OR-allreduce of the bitmaps (each rank set only its own
  *                words) or allgatherv of each rank's words; then a
  *                SUM-allreduce of (checked, invalid, malformed) and the checks
@@ -40,12 +43,42 @@
 #include <pthread.h>
 #include <sodium.h>
 #include <stdlib.h>
+#include <time.h>
 
 /* The first segment of a scatter stream: 64k records of 128 bytes, ~10 ms on
  * an H200, so a rank starts verifying soon after the root. */
 #define ZAP_VERIFY_SEGMENT_BYTES ((uint64_t)8 << 20)
 
 int zap_verify_test_flip_rank = -1;
+int zap_verify_test_slow_rank = -1;
+double zap_verify_test_slow_seconds = 0;
+
+/* The root's neighbour in scatter mode: the rank whose shard the root may
+ * finish (docs/verify.md, "Balance"); -1 with one rank. */
+static int partner_of(int root, int nranks)
+{
+    return root + 1 < nranks ? root + 1 : root - 1;
+}
+
+/* The test hook's delay before each verifier call of the slow rank. */
+static void test_slow(int rank)
+{
+    if (rank == zap_verify_test_slow_rank && zap_verify_test_slow_seconds > 0) {
+        double sec = zap_verify_test_slow_seconds;
+        struct timespec ts = {(time_t)sec, (long)((sec - (double)(time_t)sec) * 1e9)};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* The segment plan of rank r's shard (count items) as the root and r both
+ * compute it: the root's neighbour's from its far end, others' in order. */
+static size_t plan_segments(int r, int root, int nranks, uint64_t count, uint32_t stride, uint64_t blob_len,
+                            uint64_t first_bytes, zap_vseg_t *out)
+{
+    if (r == partner_of(root, nranks))
+        return zap_vseg_plan_far(count, stride, blob_len, first_bytes, r > root, out);
+    return zap_vseg_plan(count, stride, blob_len, first_bytes, out);
+}
 
 typedef struct plan {
     int32_t status;          /* the root's parse status; ZAP_OK to go on */
@@ -207,6 +240,7 @@ zap_status_t zap_verify_job(zap_comm_t *comm, const void *batch, size_t len, con
     size_t *counts = NULL, *displs = NULL;
     uint32_t *mine = NULL;
     rank_row_t *rows = NULL;
+    uint64_t *ranges = NULL; /* 3 * nranks: status, first, count of what each rank verified */
     zap_vseg_t *segs = NULL;
     zap_vsend_rank_t *sranks = NULL;
     zap_vrecv_t *stream = NULL;
@@ -251,9 +285,9 @@ zap_status_t zap_verify_job(zap_comm_t *comm, const void *batch, size_t len, con
         displs = calloc((size_t)nranks, sizeof(size_t));
         rows = calloc((size_t)nranks, sizeof(*rows));
         slices = calloc(2 * (size_t)nranks, sizeof(uint64_t));
-        uint64_t f, c;
-        zap_verify_shard(plan.n_items, nranks, rank, &f, &c);
-        mine = calloc((size_t)((c + 31) / 32) + 1, sizeof(uint32_t)); /* allgatherv send copy */
+        /* allgatherv send copy: a balanced rank may end with more than its shard */
+        mine = calloc(res.bitmap_words + 1, sizeof(uint32_t));
+        ranges = calloc(3 * (size_t)nranks, sizeof(uint64_t));
         /* Segment tables of a scatter stream, sized as if every rank had a
          * blob slice: the root's for all other ranks, a rank's for itself. */
         size_t nseg = 0;
@@ -262,11 +296,12 @@ zap_status_t zap_verify_job(zap_comm_t *comm, const void *batch, size_t len, con
             uint64_t rf, rc;
             zap_verify_shard(plan.n_items, nranks, r, &rf, &rc);
             if (rank == root ? r != root : r == rank)
-                nseg += zap_vseg_plan(rc, plan.stride, var, seg_bytes(&plan), NULL);
+                nseg += plan_segments(r, root, nranks, rc, plan.stride, var, seg_bytes(&plan), NULL);
         }
         segs = calloc(nseg ? nseg : 1, sizeof(*segs));
         sranks = calloc((size_t)nranks, sizeof(*sranks));
-        if (!res.bitmap || !res.ranks || !counts || !displs || !rows || !slices || !mine || !segs || !sranks) {
+        if (!res.bitmap || !res.ranks || !counts || !displs || !rows || !slices || !mine || !ranges || !segs ||
+            !sranks) {
             zap_error("verify: job: no memory for the verdict set of %llu items", (unsigned long long)plan.n_items);
             local = ZAP_ERR_NO_MEMORY;
         }
@@ -285,6 +320,8 @@ zap_status_t zap_verify_job(zap_comm_t *comm, const void *batch, size_t len, con
     const int var_scatter = !fixed && plan.mode == ZAP_VERIFY_SCATTER;
     uint64_t first, count;
     zap_verify_shard(plan.n_items, nranks, rank, &first, &count);
+    const int partner = plan.mode == ZAP_VERIFY_SCATTER ? partner_of(root, nranks) : -1;
+    uint64_t vfirst = first, vcount = count; /* what this rank verified: its shard, moved by balancing */
 
     /* 2 and 3. distribute and verify, overlapped */
     zap_batch_view_t shard;
@@ -341,6 +378,7 @@ zap_status_t zap_verify_job(zap_comm_t *comm, const void *batch, size_t len, con
             shard = root_view;
             shard.records = root_view.records + first * root_view.stride;
             shard.n_items = count;
+            test_slow(rank);
             local = zap_verify_piece(&shard, &prm, count, res.bitmap + first / 32, NULL, &st);
             if (threaded)
                 pthread_join(tid, NULL);
@@ -362,6 +400,7 @@ zap_status_t zap_verify_job(zap_comm_t *comm, const void *batch, size_t len, con
                 shard = all;
                 shard.records = all.records + first * all.stride;
                 shard.n_items = count;
+                test_slow(rank);
                 local = zap_verify_piece(&shard, &prm, count, res.bitmap + first / 32, NULL, &st);
             }
         }
@@ -369,7 +408,7 @@ zap_status_t zap_verify_job(zap_comm_t *comm, const void *batch, size_t len, con
         /* Scatter, root: a sender thread streams every other rank its
          * segments while this thread verifies the root's shard in place. */
         zap_vsend_t *sender = NULL;
-        int nsr = 0;
+        int nsr = 0, ipartner = -1;
         size_t used = 0;
         for (int r = 0; r < nranks; r++) {
             uint64_t f, c;
@@ -377,9 +416,11 @@ zap_status_t zap_verify_job(zap_comm_t *comm, const void *batch, size_t len, con
             if (r == root)
                 continue;
             uint64_t lo = var_scatter ? slices[2 * r] : 0, hi = var_scatter ? slices[2 * r + 1] : 0;
-            size_t n = zap_vseg_plan(c, plan.stride, hi - lo, seg_bytes(&plan), segs + used);
+            size_t n = plan_segments(r, root, nranks, c, plan.stride, hi - lo, seg_bytes(&plan), segs + used);
+            if (r == partner)
+                ipartner = nsr;
             sranks[nsr++] = (zap_vsend_rank_t){r, root_view.records + f * plan.stride,
-                                               hi > lo ? root_view.blob + lo : NULL, segs + used, n};
+                                               hi > lo ? root_view.blob + lo : NULL, segs + used, n, r == partner};
             used += n;
         }
         if (used > 0) {
@@ -391,23 +432,52 @@ zap_status_t zap_verify_job(zap_comm_t *comm, const void *batch, size_t len, con
         shard = root_view;
         shard.records = root_view.records + first * root_view.stride;
         shard.n_items = count;
+        test_slow(rank);
         local = zap_verify_piece(&shard, &prm, count, res.bitmap + first / 32, NULL, &st);
+        /* Balance: then the neighbour's segments it has not asked for yet,
+         * from the end next to the root's shard, verified in place. */
+        long k;
+        uint64_t pf = 0, pc = 0, taken = 0;
+        if (partner >= 0)
+            zap_verify_shard(plan.n_items, nranks, partner, &pf, &pc);
+        while (sender && local == ZAP_OK && (k = zap_vsend_take(sender, ipartner)) >= 0) {
+            const zap_vseg_t *g = &sranks[ipartner].segs[k];
+            zap_batch_view_t piece = root_view;
+            piece.records = root_view.records + (pf + g->item_off) * root_view.stride;
+            piece.n_items = g->items;
+            zap_verify_stats_t ps;
+            memset(&ps, 0, sizeof(ps));
+            test_slow(rank);
+            local = zap_verify_piece(&piece, &prm, count, res.bitmap + (pf + g->item_off) / 32, NULL, &ps);
+            st.checked += ps.checked;
+            st.invalid += ps.invalid;
+            st.malformed += ps.malformed;
+            st.seconds += ps.seconds;
+            taken += g->items;
+        }
+        if (taken)
+            vfirst = partner > root ? first : first - taken, vcount = count + taken;
         t_in_place = t1;
         if (sender) {
-            s = zap_vsend_finish(sender, &t_in_place);
+            int mismatches = 0;
+            s = zap_vsend_finish(sender, &t_in_place, &mismatches);
             if (s != ZAP_OK)
                 goto out;
+            if (mismatches && local == ZAP_OK)
+                local = ZAP_ERR_CORRUPT; /* a rank read "taken" where the plans differ */
         }
     } else {
         /* Scatter, another rank: verify each segment as it arrives. */
         uint64_t slice_lo = var_scatter ? slices[2 * rank] : 0;
         uint64_t slice_len = var_scatter ? slices[2 * rank + 1] - slice_lo : 0;
-        size_t nseg = zap_vseg_plan(count, plan.stride, slice_len, seg_bytes(&plan), segs);
+        size_t nseg = plan_segments(rank, root, nranks, count, plan.stride, slice_len, seg_bytes(&plan), segs);
+        uint64_t got = 0; /* record items verified; a shared stream's come from the far end */
         if (nseg > 0) {
-            zap_vrecv_opts_t ro = {gpu_planned && dev >= 0, var_scatter, plan.stride, slice_lo, slice_lo + slice_len};
+            zap_vrecv_opts_t ro = {gpu_planned && dev >= 0, rank == partner, var_scatter, plan.stride, slice_lo,
+                                   slice_lo + slice_len};
             local = zap_vrecv_start(t, root, segs, nseg, dev, &ro, &stream);
             if (local != ZAP_OK) {
-                /* The failure reaches the others in the MIN-allreduce below. */
+                /* The failure reaches the others in the allgatherv below. */
                 zap_vrecv_refuse(t, root, segs, nseg, local);
                 stream = NULL;
                 nseg = 0;
@@ -419,8 +489,8 @@ zap_status_t zap_verify_job(zap_comm_t *comm, const void *batch, size_t len, con
             uint8_t *host = NULL;
             const uint8_t *devp = NULL;
             local = zap_vrecv_get(stream, k, &host, &devp);
-            if (local != ZAP_OK)
-                break;
+            if (local != ZAP_OK || !host)
+                break; /* an error, or the root took k and the rest */
             if (segs[k].blob) {
                 blob_host = host;
                 blob_dev = devp;
@@ -433,6 +503,7 @@ zap_status_t zap_verify_job(zap_comm_t *comm, const void *batch, size_t len, con
             uint32_t *words = res.bitmap + (first + segs[k].item_off) / 32;
             zap_verify_stats_t ps;
             memset(&ps, 0, sizeof(ps));
+            test_slow(rank);
             if (devp) {
                 /* The device copy, on the GPU only: the CPU cannot read it. */
                 zap_verify_params_t gp = prm;
@@ -456,6 +527,11 @@ zap_status_t zap_verify_job(zap_comm_t *comm, const void *batch, size_t len, con
             st.used = ps.used;
             st.threads = ps.threads;
             st.seconds += ps.seconds;
+            got += segs[k].items;
+        }
+        if (rank == partner) {
+            vfirst = rank > root ? first + count - got : first;
+            vcount = got;
         }
         t_in_place = zap_clock_now();
         if (stream) {
@@ -463,16 +539,44 @@ zap_status_t zap_verify_job(zap_comm_t *comm, const void *batch, size_t len, con
             if (local == ZAP_OK)
                 local = rs;
         }
-        if (count == 0)
-            st.used = ZAP_VERIFIER_CPU;
+        if (vcount == 0)
+            st.used = ZAP_VERIFIER_CPU; /* nothing verified (an empty shard, or the root took it all) */
     }
     if (t1 == 0)
         t1 = zap_clock_now();
     res.distribute_seconds = t1 - t0;
-    int32_t worst = local;
-    s = zap_allreduce(comm, ZAP_IN_PLACE, &worst, 1, ZAP_DT_INT32, ZAP_OP_MIN);
+    /* Every rank's status and the range it verified, in one collective: the
+     * worst status fails the job everywhere, and the ranges (moved by
+     * balancing) must tile [0, n) in word-aligned pieces, as the combine
+     * assumes. */
+    uint64_t row3[3] = {(uint64_t)(int64_t)local, vfirst, vcount};
+    for (int r = 0; r < nranks; r++) {
+        counts[r] = 3;
+        displs[r] = 3 * (size_t)r;
+    }
+    s = zap_allgatherv(comm, row3, 3, ranges, counts, displs, ZAP_DT_UINT64);
     if (s != ZAP_OK)
         goto out;
+    int64_t worst = ZAP_OK;
+    uint64_t end = 0;
+    int tiled = 1;
+    for (int r = 0; r < nranks; r++) {
+        int64_t rs = (int64_t)ranges[3 * r];
+        if (rs < worst)
+            worst = rs;
+        if (ranges[3 * r + 1] != end || (ranges[3 * r + 2] && end % 32) || ranges[3 * r + 2] > plan.n_items - end)
+            tiled = 0;
+        else
+            end += ranges[3 * r + 2];
+    }
+    if (worst == ZAP_OK && (!tiled || end != plan.n_items)) {
+        zap_error("verify: job: the ranges the ranks verified do not tile the %llu items",
+                  (unsigned long long)plan.n_items);
+        for (int r = 0; r < nranks; r++)
+            zap_error("verify: job:   rank %d: [%llu, +%llu)", r, (unsigned long long)ranges[3 * r + 1],
+                      (unsigned long long)ranges[3 * r + 2]);
+        worst = ZAP_ERR_CORRUPT;
+    }
     if (worst != ZAP_OK) {
         s = (zap_status_t)worst;
         if (local == ZAP_OK)
@@ -487,13 +591,11 @@ zap_status_t zap_verify_job(zap_comm_t *comm, const void *batch, size_t len, con
         if (plan.combine == ZAP_COMBINE_OR_ALLREDUCE) {
             s = zap_allreduce(comm, ZAP_IN_PLACE, res.bitmap, res.bitmap_words, ZAP_DT_UINT32, ZAP_OP_BOR);
         } else {
-            size_t my_words = (size_t)((count + 31) / 32);
-            memcpy(mine, res.bitmap + first / 32, my_words * sizeof(uint32_t));
+            size_t my_words = (size_t)((vcount + 31) / 32);
+            memcpy(mine, res.bitmap + vfirst / 32, my_words * sizeof(uint32_t));
             for (int r = 0; r < nranks; r++) {
-                uint64_t f, c;
-                zap_verify_shard(plan.n_items, nranks, r, &f, &c);
-                counts[r] = (size_t)((c + 31) / 32);
-                displs[r] = (size_t)(f / 32);
+                counts[r] = (size_t)((ranges[3 * r + 2] + 31) / 32);
+                displs[r] = (size_t)(ranges[3 * r + 1] / 32);
             }
             s = zap_allgatherv(comm, mine, my_words, res.bitmap, counts, displs, ZAP_DT_UINT32);
         }
@@ -516,8 +618,8 @@ zap_status_t zap_verify_job(zap_comm_t *comm, const void *batch, size_t len, con
     digest_of(&res, res.digest);
     rank_row_t me;
     memset(&me, 0, sizeof(me));
-    me.first = first;
-    me.items = count;
+    me.first = vfirst;
+    me.items = vcount;
     me.used = (uint32_t)st.used;
     me.verify_seconds = st.seconds;
     me.peak_rss_kb = zap_verify_peak_rss_kb();
@@ -571,6 +673,7 @@ zap_status_t zap_verify_job(zap_comm_t *comm, const void *batch, size_t len, con
 
 out:
     free(mine);
+    free(ranges);
     free(rows);
     free(counts);
     free(displs);

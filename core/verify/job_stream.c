@@ -8,11 +8,14 @@
  * (its status, k, its segment count and the length it expects) once the
  * buffer for k exists and a receive is posted into it; the root answers every
  * token with exactly one message: the segment, or an empty message when the
- * token does not match what the root computed (a damaged plan) or says the
- * rank failed. So the root never sends what nobody receives, a rank that
+ * root has verified that segment itself (a shared stream: the root's
+ * neighbour, see zap_vsend_take) or the token does not match what the root
+ * computed (a damaged plan, which also fails the root); a token saying the
+ * rank failed gets no answer. So the root never sends what nobody receives, a rank that
  * cannot allocate (or got a damaged segment) stops the stream for itself
  * only, and no side waits for a message that will not come: the failure then
- * reaches every rank through the job's MIN-allreduce after verification.
+ * reaches every rank through the job's allgatherv of statuses after
+ * verification.
  *
  * Threads. A rank runs an allocator (buffers from the transport's pool, ahead
  * of the stream, since a cold pinned allocation is slow) and a receiver; the
@@ -28,6 +31,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <time.h>
 #ifdef ZAP_VERIFY_HAVE_CUDA
 #include <cuda_runtime_api.h>
 #endif
@@ -181,6 +185,44 @@ size_t zap_vseg_plan(uint64_t count, uint32_t stride, uint64_t blob_len, uint64_
     return n;
 }
 
+size_t zap_vseg_plan_far(uint64_t count, uint32_t stride, uint64_t blob_len, uint64_t first_bytes, int from_top,
+                         zap_vseg_t *out)
+{
+    size_t n = 0;
+    if (blob_len > 0) {
+        if (out)
+            out[n] = (zap_vseg_t){.src_off = 0, .len = blob_len, .item_off = 0, .items = 0, .blob = 1};
+        n++;
+    }
+    uint64_t per0 = first_bytes / (stride ? stride : 1);
+    per0 = per0 < 32 ? 32 : per0 & ~(uint64_t)31;
+    uint64_t per = per0, lo = 0, hi = count; /* [lo, hi): not yet planned */
+    while (lo < hi) {
+        uint64_t rem = hi - lo, half = (rem / 2) & ~(uint64_t)31;
+        uint64_t items = per < half ? per : half > per0 ? half : per0;
+        if (items >= rem || rem - items < per0 / 2)
+            items = rem; /* a short rest rides with this segment */
+        uint64_t off;
+        if (from_top) {
+            off = hi - items;
+            if (off > lo)
+                off &= ~(uint64_t)31; /* lo is word-aligned, so the boundary stays so */
+            items = hi - off;
+            hi = off;
+        } else {
+            off = lo;
+            lo += items;
+        }
+        if (out)
+            out[n] = (zap_vseg_t){.src_off = off * stride, .len = items * stride, .item_off = off, .items = items,
+                                  .blob = 0};
+        n++;
+        if (per < UINT64_MAX / 2)
+            per *= 2;
+    }
+    return n;
+}
+
 static void token_put(uint8_t *b, int32_t status, uint32_t k, uint32_t nseg, uint64_t len)
 {
     for (int i = 0; i < 4; i++) {
@@ -199,6 +241,7 @@ static void token_put(uint8_t *b, int32_t status, uint32_t k, uint32_t nseg, uin
 typedef struct send_rank {
     zap_vsend_rank_t in;
     size_t k;              /* the token expected next */
+    size_t end;            /* segments [end, nseg) are the root's (zap_vsend_take) */
     uint8_t token[TOKEN_BYTES];
     zap_request_t *treq;   /* the posted token receive; NULL once done */
 } send_rank_t;
@@ -211,7 +254,9 @@ struct zap_vsend {
     zap_request_t **sends; /* every reply posted, freed at the end */
     size_t nsends, cap;
     zap_status_t status;
+    int mismatches;
     double t_done;
+    pthread_mutex_t mu;    /* k and end of shared ranks: the sender and the root's thread */
     pthread_t tid;
     int threaded;
 };
@@ -235,17 +280,33 @@ static zap_status_t answer(zap_vsend_t *s, send_rank_t *r)
     r->treq = NULL;
     int whole = st == ZAP_OK && got == TOKEN_BYTES;
     int32_t status = whole ? (int32_t)get32(r->token) : ZAP_ERR_CORRUPT;
-    if (whole && status != ZAP_OK)
+    if (whole && status != ZAP_OK) {
+        pthread_mutex_lock(&s->mu);
+        r->k = r->in.nseg; /* r has stopped: the root may take the rest */
+        pthread_mutex_unlock(&s->mu);
         return ZAP_OK; /* r reports its failure itself, after verification */
+    }
     const zap_vseg_t *g = r->k < r->in.nseg ? &r->in.segs[r->k] : NULL;
     uint32_t k = get32(r->token + 4), nseg = get32(r->token + 8);
     uint64_t len = (uint64_t)get32(r->token + 16) | ((uint64_t)get32(r->token + 20) << 32);
     int ok = whole && g && k == r->k && nseg == r->in.nseg && len == g->len;
-    if (!ok)
+    size_t want = r->k;
+    int taken = 0;
+    pthread_mutex_lock(&s->mu);
+    if (ok && r->k >= r->end)
+        taken = 1; /* the root has verified it: "taken" ends r's stream */
+    else if (ok)
+        r->k++;    /* claimed by r */
+    else
+        r->k = r->in.nseg;
+    pthread_mutex_unlock(&s->mu);
+    if (!ok) {
+        s->mismatches++;
         zap_error("verify: job: rank %d asks for segment %u of %u (%llu bytes), but the root's plan for it is "
                   "segment %zu of %zu (%llu bytes); ending its stream",
-                  r->in.rank, k, nseg, (unsigned long long)len, r->k, r->in.nseg,
+                  r->in.rank, k, nseg, (unsigned long long)len, want, r->in.nseg,
                   (unsigned long long)(g ? g->len : 0));
+    }
     if (s->nsends == s->cap) {
         size_t c = s->cap ? 2 * s->cap : 16;
         zap_request_t **n = realloc(s->sends, c * sizeof(*n));
@@ -254,15 +315,15 @@ static zap_status_t answer(zap_vsend_t *s, send_rank_t *r)
         s->sends = n;
         s->cap = c;
     }
-    const uint8_t *src = ok ? (g->blob ? r->in.blob : r->in.records) + g->src_off : NULL;
-    st = zap_transport_isend(s->t, r->in.rank, TAG_SEGMENT, src, ok ? (size_t)g->len : 0, &s->sends[s->nsends]);
+    int send = ok && !taken;
+    const uint8_t *src = send ? (g->blob ? r->in.blob : r->in.records) + g->src_off : NULL;
+    st = zap_transport_isend(s->t, r->in.rank, TAG_SEGMENT, src, send ? (size_t)g->len : 0, &s->sends[s->nsends]);
     if (st != ZAP_OK)
         return st;
     s->nsends++;
-    r->k++;
-    if (ok && r->k < r->in.nseg)
+    if (send && r->k < r->in.nseg)
         return post_token_recv(s, r);
-    return ZAP_OK; /* r is done: all sent, or its stream ended */
+    return ZAP_OK; /* r is done: all sent, taken, or its stream ended */
 }
 
 static void *sender_main(void *arg)
@@ -343,8 +404,11 @@ zap_status_t zap_vsend_start(zap_transport_t *t, const zap_vsend_rank_t *ranks, 
     s->t = t;
     s->dev = dev;
     s->nranks = nranks;
-    for (int i = 0; i < nranks; i++)
+    pthread_mutex_init(&s->mu, NULL);
+    for (int i = 0; i < nranks; i++) {
         s->ranks[i].in = ranks[i];
+        s->ranks[i].end = ranks[i].nseg;
+    }
     s->threaded = pthread_create(&s->tid, NULL, sender_main, s) == 0;
     if (!s->threaded) {
         /* The ranks wait for answers: give them all now, then verify. */
@@ -355,13 +419,29 @@ zap_status_t zap_vsend_start(zap_transport_t *t, const zap_vsend_rank_t *ranks, 
     return ZAP_OK;
 }
 
-zap_status_t zap_vsend_finish(zap_vsend_t *s, double *t_done_p)
+long zap_vsend_take(zap_vsend_t *s, int i)
+{
+    if (i < 0 || i >= s->nranks || !s->ranks[i].in.shared)
+        return -1;
+    send_rank_t *r = &s->ranks[i];
+    long k = -1;
+    pthread_mutex_lock(&s->mu);
+    if (r->end > r->k && !r->in.segs[r->end - 1].blob)
+        k = (long)--r->end;
+    pthread_mutex_unlock(&s->mu);
+    return k;
+}
+
+zap_status_t zap_vsend_finish(zap_vsend_t *s, double *t_done_p, int *mismatch_p)
 {
     if (s->threaded)
         pthread_join(s->tid, NULL);
     zap_status_t st = s->status;
     if (t_done_p)
         *t_done_p = s->t_done;
+    if (mismatch_p)
+        *mismatch_p = s->mismatches;
+    pthread_mutex_destroy(&s->mu);
     free(s->sends);
     free(s->ranks);
     free(s);
@@ -384,6 +464,13 @@ struct zap_vrecv {
     size_t allocated;         /* buffers that exist */
     zap_status_t alloc_status;
     size_t arrived;           /* segments in place */
+    int taken;                /* a shared stream ended by the root at segment `arrived` */
+    /* Pacing of a shared stream: record items asked for and verified, the
+     * segment being verified, and the measured verify and transfer rates. */
+    uint64_t req_items, done_items, cur_items;
+    size_t req_segs, started_segs; /* record segments asked for, handed to the verifier */
+    double t_cur, v_items, v_secs, x_bytes, x_secs;
+    int unpaced;              /* the job's thread verifies no more: ask without waiting */
     int stop;                 /* the receiver ended: the allocator stops too */
     int done;
     zap_status_t status;      /* the receiver's outcome */
@@ -443,6 +530,50 @@ static zap_status_t send_token(zap_vrecv_t *r, zap_status_t status, size_t k)
     return zap_transport_send(r->t, r->root, TAG_TOKEN, tok, TOKEN_BYTES);
 }
 
+/* A shared stream asks for record segment k only once the verification
+ * queued before it would end within about twice k's expected transfer time:
+ * early enough that the rank's verifier does not wait, late enough that the
+ * root can still take what the rank would reach last. Until both rates are
+ * measured (the first segments), at most two segments wait unverified.
+ * It never waits more than a quarter of ZAP_TIMEOUT, so the root's sender,
+ * which times out on a silent rank, hears from it (a slow CPU verifier then
+ * claims early and balances less). Called with r->mu held. */
+static void pace(zap_vrecv_t *r, size_t k)
+{
+    double limit = zap_clock_now() + zap_timeout_seconds() / 4;
+    for (;;) {
+        double now = zap_clock_now();
+        if (r->unpaced || now >= limit)
+            return;
+        int measured = r->v_secs > 0 && r->v_items > 0 && r->x_secs > 0 && r->x_bytes > 0;
+        double wait = limit - now;
+        if (!measured) {
+            if (r->req_segs < r->started_segs + 2)
+                return;
+        } else {
+            double rate = r->v_items / r->v_secs;
+            double backlog = (double)(r->req_items - r->done_items) / rate;
+            if (r->cur_items) {
+                double run = now - r->t_cur, all = (double)r->cur_items / rate;
+                backlog -= run < all ? run : all;
+            }
+            double need = 2.0 * (double)r->segs[k].len * r->x_secs / r->x_bytes + 0.001;
+            if (backlog <= need)
+                return;
+            if (backlog - need < wait)
+                wait = backlog - need;
+        }
+        if (wait > 0.05)
+            wait = 0.05;
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        long ns = ts.tv_nsec + (long)(wait * 1e9);
+        ts.tv_sec += ns / 1000000000L;
+        ts.tv_nsec = ns % 1000000000L;
+        pthread_cond_timedwait(&r->cv, &r->mu, &ts);
+    }
+}
+
 static void *receiver_main(void *arg)
 {
     zap_vrecv_t *r = arg;
@@ -453,7 +584,13 @@ static void *receiver_main(void *arg)
         while (r->allocated <= k && r->alloc_status == ZAP_OK)
             pthread_cond_wait(&r->cv, &r->mu);
         zap_status_t a = r->allocated > k ? ZAP_OK : r->alloc_status;
+        if (a == ZAP_OK && r->o.shared && !r->segs[k].blob) {
+            pace(r, k);
+            r->req_items += r->segs[k].items;
+            r->req_segs++;
+        }
         pthread_mutex_unlock(&r->mu);
+        double t_ask = zap_clock_now();
         if (a != ZAP_OK) {
             (void)send_token(r, a, k); /* ends the stream on the root */
             st = a;
@@ -470,6 +607,12 @@ static void *receiver_main(void *arg)
         if (st == ZAP_OK)
             st = zap_request_received(req, &got);
         zap_request_free(req);
+        if (st == ZAP_OK && got == 0 && r->o.shared) {
+            pthread_mutex_lock(&r->mu);
+            r->taken = 1; /* the root verifies k and the rest */
+            pthread_mutex_unlock(&r->mu);
+            break;
+        }
         if (st == ZAP_OK && got != r->segs[k].len) {
             /* An empty reply is the root ending the stream; anything else is a
              * damaged segment, and the root still waits for the next token. */
@@ -493,6 +636,10 @@ static void *receiver_main(void *arg)
         }
         pthread_mutex_lock(&r->mu);
         r->arrived = k + 1;
+        if (!r->segs[k].blob) {
+            r->x_bytes += (double)r->segs[k].len;
+            r->x_secs += zap_clock_now() - t_ask;
+        }
         pthread_cond_broadcast(&r->cv);
         pthread_mutex_unlock(&r->mu);
     }
@@ -557,11 +704,28 @@ zap_status_t zap_vrecv_start(zap_transport_t *t, int root, const zap_vseg_t *seg
 zap_status_t zap_vrecv_get(zap_vrecv_t *r, size_t k, uint8_t **host_p, const uint8_t **dev_p)
 {
     pthread_mutex_lock(&r->mu);
+    double now = zap_clock_now();
+    if (r->cur_items) { /* the job's thread has verified the previous segment */
+        r->done_items += r->cur_items;
+        r->v_items += (double)r->cur_items;
+        r->v_secs += now - r->t_cur;
+        r->cur_items = 0;
+        pthread_cond_broadcast(&r->cv);
+    }
     while (r->arrived <= k && !r->done)
         pthread_cond_wait(&r->cv, &r->mu);
-    zap_status_t st = r->arrived > k ? ZAP_OK : r->status != ZAP_OK ? r->status : ZAP_ERR_CORRUPT;
+    zap_status_t st = r->arrived > k ? ZAP_OK : r->taken ? ZAP_OK : r->status != ZAP_OK ? r->status : ZAP_ERR_CORRUPT;
+    int have = r->arrived > k;
+    if (have && !r->segs[k].blob) {
+        r->cur_items = r->segs[k].items;
+        r->t_cur = zap_clock_now();
+        r->started_segs++;
+        pthread_cond_broadcast(&r->cv);
+    }
     pthread_mutex_unlock(&r->mu);
-    if (st == ZAP_OK) {
+    *host_p = NULL;
+    *dev_p = NULL;
+    if (have) {
         *host_p = r->o.device_copy ? r->hbufs[k] : r->bufs[k].ptr;
         *dev_p = r->dbufs[k];
     }
@@ -570,6 +734,10 @@ zap_status_t zap_vrecv_get(zap_vrecv_t *r, size_t k, uint8_t **host_p, const uin
 
 zap_status_t zap_vrecv_finish(zap_vrecv_t *r, double *t_done_p)
 {
+    pthread_mutex_lock(&r->mu);
+    r->unpaced = 1; /* nothing is verified any more: a paced request must not wait for it */
+    pthread_cond_broadcast(&r->cv);
+    pthread_mutex_unlock(&r->mu);
     if (r->recv_started)
         pthread_join(r->recv_tid, NULL);
     if (r->alloc_started)

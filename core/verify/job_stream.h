@@ -23,6 +23,16 @@ typedef struct zap_vseg {
  * how many there are; the root and the rank compute the same list. */
 size_t zap_vseg_plan(uint64_t count, uint32_t stride, uint64_t blob_len, uint64_t first_bytes, zap_vseg_t *out);
 
+/* The segments of the root's neighbour (the rank whose shard the root may
+ * finish, docs/verify.md "Balance"), in the order that rank asks for them:
+ * the blob slice first, then records from the far end of the shard (its top
+ * when from_top, else its bottom) toward the end next to the root. Sizes
+ * start at first_bytes and double, but none takes more than half of what is
+ * left (nor less than the first, a short rest riding with the last), so the
+ * segments next to the root, which the root may take, are the small ones. */
+size_t zap_vseg_plan_far(uint64_t count, uint32_t stride, uint64_t blob_len, uint64_t first_bytes, int from_top,
+                         zap_vseg_t *out);
+
 /* The CUDA device the stream's threads must use (the calling thread's), or -1
  * when they never call CUDA (a host pool without a GPU verifier planned, or a
  * build without CUDA). */
@@ -44,14 +54,22 @@ typedef struct zap_vsend_rank {
     const uint8_t *blob;    /* the start of its blob slice (NULL without one) */
     const zap_vseg_t *segs; /* borrowed until finish */
     size_t nseg;
+    int shared;             /* the root may take this rank's last segments (zap_vsend_take) */
 } zap_vsend_rank_t;
 typedef struct zap_vsend zap_vsend_t;
 
 zap_status_t zap_vsend_start(zap_transport_t *t, const zap_vsend_rank_t *ranks, int nranks, int dev,
                              zap_vsend_t **s_p);
+/* For the root's own thread: takes the last segment of shared rank i (index
+ * into the ranks given to start) that the rank has not asked for yet, so the
+ * rank's later request is answered with an empty message, "taken". Returns
+ * the segment's index into that rank's segs, or -1 when none is left. */
+long zap_vsend_take(zap_vsend_t *s, int i);
 /* Joins the sender; its status (transport errors, ZAP_ERR_TIMED_OUT) and when
- * its last send completed. Frees s. */
-zap_status_t zap_vsend_finish(zap_vsend_t *s, double *t_done_p);
+ * its last send completed; *mismatch_p (may be NULL): how many requests did
+ * not match the root's plan (each answered with an empty message, which a
+ * shared rank reads as "taken": the root must fail the job). Frees s. */
+zap_status_t zap_vsend_finish(zap_vsend_t *s, double *t_done_p, int *mismatch_p);
 
 /* Rank side: an allocator and a receiver thread fill one buffer per segment
  * (segs borrowed until zap_vrecv_free). Without device_copy the buffers come
@@ -62,6 +80,13 @@ zap_status_t zap_vsend_finish(zap_vsend_t *s, double *t_done_p);
  * are rebased (rebase, stride, the slice [slice_lo, slice_hi)) on arrival. */
 typedef struct zap_vrecv_opts {
     int device_copy;
+    /* The root may take this rank's last segments (the root's neighbour): an
+     * empty reply ends the stream without error, and each request waits
+     * until the verification queued before it would end within about twice
+     * the segment's expected transfer time (both measured as the stream
+     * goes), so the rank does not claim work it would reach only after the
+     * root is free to do it. */
+    int shared;
     int rebase;
     uint32_t stride;
     uint64_t slice_lo, slice_hi;
@@ -75,7 +100,9 @@ zap_status_t zap_vrecv_start(zap_transport_t *t, int root, const zap_vseg_t *seg
 void zap_vrecv_refuse(zap_transport_t *t, int root, const zap_vseg_t *segs, size_t nseg, zap_status_t why);
 /* Blocks until segment k is in place: its host bytes and its device copy
  * (NULL when there is none); the receiver's error when the stream ended
- * before k. */
+ * before k. On a shared stream that the root ended ("taken"), ZAP_OK with
+ * *host_p NULL: k and every later segment are the root's. Calling it also
+ * marks segment k - 1 verified (the pacing of a shared stream). */
 zap_status_t zap_vrecv_get(zap_vrecv_t *r, size_t k, uint8_t **host_p, const uint8_t **dev_p);
 /* Joins both threads; the receiver's status and when it finished. */
 zap_status_t zap_vrecv_finish(zap_vrecv_t *r, double *t_done_p);

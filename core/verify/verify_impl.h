@@ -70,6 +70,12 @@ enum {
  * (the default) disables it. Never set outside tests. */
 extern int zap_verify_test_flip_rank;
 
+/* Test hook: the rank that sleeps zap_verify_test_slow_seconds before each
+ * verifier call (its shard, each segment, each segment the root takes), to
+ * show the balancing of a scatter; -1 (the default) disables it. */
+extern int zap_verify_test_slow_rank;
+extern double zap_verify_test_slow_seconds;
+
 /* zap_verify_batch on a piece of a shard of shard_items items: auto chooses
  * the GPU or the CPU by the shard's size, so every piece of a shard that
  * arrives in segments gets the verifier the whole shard would. */

@@ -121,6 +121,44 @@ TEST_F(VerifyJob, ScatterVariableFromTheLastRankMatchesLibsodium)
     expect_reference(b, p);
 }
 
+TEST_F(VerifyJob, RootTakesTheLastSegmentsOfASlowNeighbour)
+{
+    // The root's neighbour sleeps 40 ms before each segment: the root takes
+    // the segments next to its shard, the ranges still tile the batch, and
+    // every rank ends with libsodium's verdicts (root first and last).
+    Batch b = make(1200, 9, 1);
+    const int R = MpiSize();
+    for (int root : {0, R - 1}) {
+        zap_verify_params_t p = {};
+        p.verifier = ZAP_VERIFIER_CPU;
+        p.threads = 1;
+        p.segment_bytes = 1024;
+        p.root = root;
+        p.combine = ZAP_COMBINE_ALLGATHERV;
+        zap_verify_test_slow_rank = R > 1 ? (root + 1 < R ? root + 1 : root - 1) : -1;
+        zap_verify_test_slow_seconds = 0.04;
+        zap_verify_result_t r = {};
+        zap_status_t st = run(b, p, &r);
+        zap_verify_test_slow_rank = -1;
+        zap_verify_test_slow_seconds = 0;
+        ASSERT_EQ(st, ZAP_OK);
+        std::vector<uint32_t> got(r.bitmap, r.bitmap + r.bitmap_words);
+        EXPECT_EQ(got, b.reference);
+        uint64_t end = 0;
+        for (int q = 0; q < R; q++) {
+            EXPECT_EQ(r.ranks[q].first, end) << "rank " << q;
+            end += r.ranks[q].items;
+        }
+        EXPECT_EQ(end, 1200u);
+        uint64_t f, c;
+        zap_verify_shard(1200, R, root, &f, &c);
+        if (R > 1) {
+            EXPECT_GT(r.ranks[root].items, c) << "root " << root;
+        }
+        zap_verify_result_cleanup(&r);
+    }
+}
+
 TEST_F(VerifyJob, BcastWithAllgathervMatchesLibsodium)
 {
     Batch b = make(500, 3, 1);

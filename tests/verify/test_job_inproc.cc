@@ -149,6 +149,151 @@ TEST(Job, SegmentPlanCoversTheShardInWordAlignedDoublingSegments)
     EXPECT_EQ(segs[4].items, 2097152u - 65536u * 15u);
 }
 
+TEST(Job, FarSegmentPlanStartsAtTheFarEndAndShrinksTowardTheRoot)
+{
+    for (uint64_t count : {0ull, 1ull, 31ull, 32ull, 1000ull, 65536ull, 2097152ull, 2097184ull})
+        for (uint64_t blob : {0ull, 777ull})
+            for (uint64_t first : {1ull, 4096ull, 8ull << 20, ~0ull})
+                for (int top : {0, 1}) {
+                    size_t n = zap_vseg_plan_far(count, 128, blob, first, top, nullptr);
+                    std::vector<zap_vseg_t> segs(n + 1);
+                    ASSERT_EQ(zap_vseg_plan_far(count, 128, blob, first, top, segs.data()), n);
+                    size_t k = 0;
+                    if (blob) {
+                        ASSERT_GE(n, 1u);
+                        EXPECT_TRUE(segs[0].blob);
+                        EXPECT_EQ(segs[0].len, blob);
+                        k = 1;
+                    }
+                    uint64_t lo = 0, hi = count; // not yet covered
+                    for (; k < n; k++) {
+                        const zap_vseg_t &g = segs[k];
+                        EXPECT_FALSE(g.blob);
+                        EXPECT_GT(g.items, 0u);
+                        EXPECT_EQ(g.src_off, g.item_off * 128);
+                        EXPECT_EQ(g.len, g.items * 128);
+                        if (top) {
+                            EXPECT_EQ(g.item_off + g.items, hi) << "count " << count << " seg " << k;
+                            hi = g.item_off;
+                            if (hi > 0) {
+                                EXPECT_EQ(hi % 32, 0u);
+                            }
+                        } else {
+                            EXPECT_EQ(g.item_off, lo) << "count " << count << " seg " << k;
+                            lo += g.items;
+                            if (lo < count) {
+                                EXPECT_EQ(lo % 32, 0u);
+                            }
+                        }
+                    }
+                    EXPECT_EQ(top ? hi : count - lo, 0u) << "count " << count;
+                    EXPECT_LE(n, 64u);
+                }
+    // 2^21 records from 8 MiB, from the top: 64k, 128k, 256k, 512k, then at
+    // most half of what is left each, so the segment next to the root (the
+    // bottom one) is about the first's size, not the largest.
+    std::vector<zap_vseg_t> segs(64);
+    size_t n = zap_vseg_plan_far(2097152, 128, 0, 8ull << 20, 1, segs.data());
+    ASSERT_GE(n, 6u);
+    EXPECT_EQ(segs[0].items, 65536u);
+    EXPECT_EQ(segs[3].items, 524288u);
+    EXPECT_EQ(segs[0].item_off, 2097152u - 65536u);
+    EXPECT_EQ(segs[n - 1].item_off, 0u);
+    EXPECT_LE(segs[n - 1].items, 65536u * 3 / 2);
+    for (size_t k = 5; k < n - 1; k++)
+        EXPECT_LE(segs[k].items, segs[k - 1].items) << "seg " << k;
+}
+
+// Every rank's row: the ranges tile [0, n) in rank order; the root and its
+// neighbour share their two shards, every other rank keeps its own.
+static void expect_balanced_rows(const std::vector<RankOut> &out, uint64_t n, int root)
+{
+    const int R = (int)out.size();
+    const int partner = root + 1 < R ? root + 1 : root - 1;
+    for (int r = 0; r < R; r++) {
+        const zap_verify_result_t &res = out[r].res;
+        ASSERT_NE(res.ranks, nullptr);
+        uint64_t end = 0;
+        for (int q = 0; q < R; q++) {
+            EXPECT_EQ(res.ranks[q].first, end) << "rank " << q;
+            end += res.ranks[q].items;
+            uint64_t f, c, pf, pc;
+            zap_verify_shard(n, R, q, &f, &c);
+            zap_verify_shard(n, R, partner, &pf, &pc);
+            if (q == root) {
+                EXPECT_GE(res.ranks[q].items, c);
+            } else if (q == partner) {
+                uint64_t rf, rc;
+                zap_verify_shard(n, R, root, &rf, &rc);
+                EXPECT_EQ(res.ranks[q].items + res.ranks[root].items, c + rc);
+            } else {
+                EXPECT_EQ(res.ranks[q].first, f);
+                EXPECT_EQ(res.ranks[q].items, c);
+            }
+        }
+        EXPECT_EQ(end, n);
+    }
+}
+
+TEST(Job, RootTakesTheLastSegmentsOfASlowNeighbour)
+{
+    // The root's neighbour sleeps 50 ms before each of its segments (32, 64,
+    // 128... records from its far end): the root, done with its own shard,
+    // verifies the neighbour's segments next to its own, and every rank still
+    // ends with the generator's verdicts and the same digest.
+    zap_verify_params_t p = {};
+    p.verifier = ZAP_VERIFIER_CPU;
+    p.threads = 1;
+    p.segment_bytes = 1024;
+    for (int variable = 0; variable < 2; variable++) {
+        GenBatch b = make_batch(1600, 0.3, 60 + variable, variable);
+        for (int R = 2; R <= 4; R++)
+            for (int root : {0, R - 1}) {
+                p.root = root;
+                p.combine = R == 3 ? ZAP_COMBINE_ALLGATHERV : ZAP_COMBINE_OR_ALLREDUCE;
+                zap_verify_test_slow_rank = root + 1 < R ? root + 1 : root - 1;
+                zap_verify_test_slow_seconds = 0.05;
+                auto out = run_job(R, b.bytes, p);
+                zap_verify_test_slow_rank = -1;
+                zap_verify_test_slow_seconds = 0;
+                for (int r = 0; r < R; r++) {
+                    ASSERT_EQ(out[r].status, ZAP_OK) << "R " << R << " root " << root << " rank " << r;
+                    EXPECT_EQ(out[r].bitmap, b.expected) << "R " << R << " root " << root << " rank " << r;
+                    EXPECT_EQ(memcmp(out[r].res.digest, out[0].res.digest, 32), 0);
+                }
+                expect_balanced_rows(out, 1600, root);
+                uint64_t f, c;
+                zap_verify_shard(1600, R, root, &f, &c);
+                EXPECT_GT(out[0].res.ranks[root].items, c) << "R " << R << " root " << root;
+                cleanup(out);
+            }
+    }
+}
+
+TEST(Job, SlowRootLeavesItsNeighbourItsShard)
+{
+    // The reverse: a root that is slow to verify its own shard takes nothing
+    // its neighbour has asked for; the neighbour verifies its whole shard.
+    GenBatch b = make_batch(320, 0.3, 62, 0);
+    zap_verify_params_t p = {};
+    p.verifier = ZAP_VERIFIER_CPU;
+    p.threads = 1;
+    p.segment_bytes = 1024;
+    zap_verify_test_slow_rank = 0;
+    zap_verify_test_slow_seconds = 1.0;
+    auto out = run_job(2, b.bytes, p);
+    zap_verify_test_slow_rank = -1;
+    zap_verify_test_slow_seconds = 0;
+    for (int r = 0; r < 2; r++) {
+        ASSERT_EQ(out[r].status, ZAP_OK);
+        EXPECT_EQ(out[r].bitmap, b.expected);
+    }
+    expect_balanced_rows(out, 320, 0);
+    EXPECT_EQ(out[0].res.ranks[0].items, 160u);
+    EXPECT_EQ(out[0].res.ranks[1].items, 160u);
+    cleanup(out);
+}
+
 TEST(Job, ReceiveBufferFailureMidStreamFailsEveryRank)
 {
     // 600k all-zero records (rejected at once: R of small order) over 2
@@ -206,7 +351,11 @@ TEST(Job, GpuVerifiesStreamedSegmentsFromDeviceCopies)
             for (int r = 0; r < R; r++) {
                 ASSERT_EQ(out[r].status, ZAP_OK) << "R " << R << " rank " << r;
                 EXPECT_EQ(out[r].bitmap, b.expected) << "R " << R << " rank " << r << " variable " << variable;
-                EXPECT_EQ(out[r].res.ranks[R - 1].used, ZAP_VERIFIER_GPU);
+                // (The root may have taken all of its neighbour's segments.)
+                for (int q = 0; q < R; q++)
+                    if (out[r].res.ranks[q].items > 0) {
+                        EXPECT_EQ(out[r].res.ranks[q].used, ZAP_VERIFIER_GPU) << "rank " << q;
+                    }
             }
             cleanup(out);
         }
@@ -241,9 +390,12 @@ TEST(Job, RankWithAnEmptyShardStillAgrees)
         ASSERT_EQ(out[r].status, ZAP_OK);
         EXPECT_EQ(out[r].bitmap, b.expected);
     }
+    // The root (rank 1, nothing of its own) may take its neighbour's single
+    // segment before rank 2 asks for it: either way ranks 1 and 2 share 40.
     EXPECT_EQ(out[0].res.ranks[0].items, 0u);
-    EXPECT_EQ(out[0].res.ranks[1].items, 0u);
-    EXPECT_EQ(out[0].res.ranks[2].items, 40u);
+    EXPECT_EQ(out[0].res.ranks[1].items + out[0].res.ranks[2].items, 40u);
+    EXPECT_EQ(out[0].res.ranks[1].first, 0u);
+    EXPECT_EQ(out[0].res.ranks[2].first, out[0].res.ranks[1].items);
     cleanup(out);
 }
 
