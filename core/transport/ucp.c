@@ -577,15 +577,17 @@ static zap_status_t ucp_irecv(zap_transport_t *t, int peer, uint64_t tag, void *
 
 #define POLL_BATCH 64
 
-/* peer_ep for a peer already connected and alive, inline. */
+/* peer_ep for a peer already connected and alive, inline; ZAP_ERR_CLOSED
+ * when a concurrent close got the lock first (the peer table is gone: its
+ * pointer shares the lock's cache line, so testing it costs nothing). */
 static inline zap_status_t known_ep(ucp_transport_t *u, int peer, ucp_ep_h *ep_p)
 {
-    const ucp_peer_t *p = &u->peers[peer];
-    if (p->ep != NULL && !p->failed) {
-        *ep_p = p->ep;
+    const ucp_peer_t *peers = u->peers;
+    if (peers != NULL && peers[peer].ep != NULL && !peers[peer].failed) {
+        *ep_p = peers[peer].ep;
         return ZAP_OK;
     }
-    return peer_ep(u, peer, ep_p);
+    return u->torn_down ? ZAP_ERR_CLOSED : peer_ep(u, peer, ep_p);
 }
 
 /* Progresses until UCX's request req is done, then releases it. A receive
@@ -692,7 +694,7 @@ static zap_status_t ucp_send_blocking(zap_transport_t *t, int peer, uint64_t tag
         return st;
     ucp_ep_h ep = NULL;
     spin_lock(&u->lock);
-    st = u->torn_down ? ZAP_ERR_CLOSED : known_ep(u, peer, &ep);
+    st = known_ep(u, peer, &ep);
     if (st != ZAP_OK) {
         spin_unlock(&u->lock);
         return st;
@@ -729,7 +731,7 @@ static zap_status_t ucp_recv_blocking(zap_transport_t *t, int peer, uint64_t tag
         return st;
     ucp_ep_h ep = NULL;
     spin_lock(&u->lock);
-    st = u->torn_down ? ZAP_ERR_CLOSED : known_ep(u, peer, &ep);
+    st = known_ep(u, peer, &ep);
     if (st != ZAP_OK) {
         spin_unlock(&u->lock);
         return st;
