@@ -469,7 +469,7 @@ struct zap_vrecv {
      * segment being verified, and the measured verify and transfer rates. */
     uint64_t req_items, done_items, cur_items;
     size_t req_segs, started_segs; /* record segments asked for, handed to the verifier */
-    double t_cur, v_items, v_secs, x_bytes, x_secs;
+    double t_cur, v_rate, x_bytes, x_secs; /* v_rate: the fastest segment's items/s */
     int unpaced;              /* the job's thread verifies no more: ask without waiting */
     int stop;                 /* the receiver ended: the allocator stops too */
     int done;
@@ -533,7 +533,11 @@ static zap_status_t send_token(zap_vrecv_t *r, zap_status_t status, size_t k)
 /* A shared stream asks for record segment k only once the verification
  * queued before it would end within about twice k's expected transfer time:
  * early enough that the rank's verifier does not wait, late enough that the
- * root can still take what the rank would reach last. Until both rates are
+ * root can still take what the rank would reach last. The verify rate is the
+ * fastest segment's (a first call that also loads the GPU kernel would
+ * otherwise make every later request late, starving the verifier); the
+ * transfer rate is the average (slow first transfers make requests earlier,
+ * the safe side). Until both rates are
  * measured (the first segments), at most two segments wait unverified.
  * It never waits more than a quarter of ZAP_TIMEOUT, so the root's sender,
  * which times out on a silent rank, hears from it (a slow CPU verifier then
@@ -545,13 +549,13 @@ static void pace(zap_vrecv_t *r, size_t k)
         double now = zap_clock_now();
         if (r->unpaced || now >= limit)
             return;
-        int measured = r->v_secs > 0 && r->v_items > 0 && r->x_secs > 0 && r->x_bytes > 0;
+        int measured = r->v_rate > 0 && r->x_secs > 0 && r->x_bytes > 0;
         double wait = limit - now;
         if (!measured) {
             if (r->req_segs < r->started_segs + 2)
                 return;
         } else {
-            double rate = r->v_items / r->v_secs;
+            double rate = r->v_rate;
             double backlog = (double)(r->req_items - r->done_items) / rate;
             if (r->cur_items) {
                 double run = now - r->t_cur, all = (double)r->cur_items / rate;
@@ -707,8 +711,8 @@ zap_status_t zap_vrecv_get(zap_vrecv_t *r, size_t k, uint8_t **host_p, const uin
     double now = zap_clock_now();
     if (r->cur_items) { /* the job's thread has verified the previous segment */
         r->done_items += r->cur_items;
-        r->v_items += (double)r->cur_items;
-        r->v_secs += now - r->t_cur;
+        if (now > r->t_cur && (double)r->cur_items / (now - r->t_cur) > r->v_rate)
+            r->v_rate = (double)r->cur_items / (now - r->t_cur);
         r->cur_items = 0;
         pthread_cond_broadcast(&r->cv);
     }
