@@ -28,7 +28,7 @@ if [ ! -s "$batch" ]; then
     > "$out/gen.txt" 2>&1 || { echo "gen failed"; tail "$out/gen.txt"; exit 1; }
 fi
 median() { sort -g | awk '{a[NR]=$1} END {if (NR) print (NR % 2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2); else print "nan"}'; }
-printf '%-24s %3s %9s %9s %9s %8s %s\n' config gpus distribute verify job speedup "rank in-place s | items verified (medians)"
+printf '%-24s %3s %9s %9s %9s %8s %s\n' config gpus distribute verify job speedup "rank in-place s | items verified | verifier call s (medians)"
 for cfg in "${configs[@]}"; do
   IFS=: read -r backend bind seg <<<"$cfg"
   opts=(); [ -n "${seg:-}" ] && opts=(--segment-bytes "$seg")
@@ -45,18 +45,20 @@ for cfg in "${configs[@]}"; do
       cat "$f" >> "$out/$name.log"
       grep -q "result: OK" "$f" || { echo "$cfg np $np run $i: rc=$rc, not OK"; tail -5 "$f"; continue; }
       awk -v np="$np" '$1=="distribute"{d=$2} $1=="verify"{v=$2} $1=="job"{j=$2}
-           $1 ~ /^[0-9]+$/ && $4 ~ /gpu|cpu/ {ip[$1]=$7; it[$1]=$3}
+           $1 ~ /^[0-9]+$/ && $4 ~ /gpu|cpu/ {ip[$1]=$7; it[$1]=$3; vs[$1]=$5}
            END {printf "%s %s %s", d, v, j; for (r = 0; r < np; r++) printf " %s", ip[r];
-                for (r = 0; r < np; r++) printf " %s", it[r]; print ""}' "$f" \
+                for (r = 0; r < np; r++) printf " %s", it[r];
+                for (r = 0; r < np; r++) printf " %s", vs[r]; print ""}' "$f" \
         >> "$tsv"
     done
     rm -f "$f"
     d=$(cut -d' ' -f1 "$tsv" | median); v=$(cut -d' ' -f2 "$tsv" | median); j=$(cut -d' ' -f3 "$tsv" | median)
     ip=$(for r in $(seq 0 $((np - 1))); do cut -d' ' -f$((4 + r)) "$tsv" | median; done | tr '\n' ' ')
     it=$(for r in $(seq 0 $((np - 1))); do cut -d' ' -f$((4 + np + r)) "$tsv" | median; done | tr '\n' ' ')
+    vs=$(for r in $(seq 0 $((np - 1))); do cut -d' ' -f$((4 + 2 * np + r)) "$tsv" | median; done | tr '\n' ' ')
     [ "$np" = 1 ] && base=$j
     sp=$(awk -v a="$base" -v b="$j" 'BEGIN {if (a > 0 && b > 0) printf "%.2fx", a / b; else print "-"}')
-    printf '%-24s %3s %9s %9s %9s %8s %s| %s\n' "$cfg" "$np" "$d" "$v" "$j" "$sp" "$ip" "$it"
+    printf '%-24s %3s %9s %9s %9s %8s %s| %s| %s\n' "$cfg" "$np" "$d" "$v" "$j" "$sp" "$ip" "$it" "$vs"
   done
 done | tee "$out/summary.txt"
-echo "each run (distribute verify job, in-place s per rank, items per rank): $out/*.tsv; outputs: $out/*.log"
+echo "each run (distribute verify job, in-place s, items and verifier-call s per rank): $out/*.tsv; outputs: $out/*.log"
