@@ -123,7 +123,7 @@ TEST_F(VerifyJob, ScatterVariableFromTheLastRankMatchesLibsodium)
 
 TEST_F(VerifyJob, RootTakesTheLastSegmentsOfASlowNeighbour)
 {
-    // The root's neighbour sleeps 40 ms before each segment: the root takes
+    // The root's neighbour sleeps 80 ms before each segment: the root takes
     // the segments next to its shard, the ranges still tile the batch, and
     // every rank ends with libsodium's verdicts (root first and last).
     Batch b = make(1200, 9, 1);
@@ -136,7 +136,7 @@ TEST_F(VerifyJob, RootTakesTheLastSegmentsOfASlowNeighbour)
         p.root = root;
         p.combine = ZAP_COMBINE_ALLGATHERV;
         zap_verify_test_slow_rank = R > 1 ? (root + 1 < R ? root + 1 : root - 1) : -1;
-        zap_verify_test_slow_seconds = 0.04;
+        zap_verify_test_slow_seconds = 0.08;
         zap_verify_result_t r = {};
         zap_status_t st = run(b, p, &r);
         zap_verify_test_slow_rank = -1;

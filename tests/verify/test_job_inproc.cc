@@ -237,7 +237,7 @@ static void expect_balanced_rows(const std::vector<RankOut> &out, uint64_t n, in
 
 TEST(Job, RootTakesTheLastSegmentsOfASlowNeighbour)
 {
-    // The root's neighbour sleeps 50 ms before each of its segments (32, 64,
+    // The root's neighbour sleeps 100 ms before each of its segments (32, 64,
     // 128... records from its far end): the root, done with its own shard,
     // verifies the neighbour's segments next to its own, and every rank still
     // ends with the generator's verdicts and the same digest.
@@ -252,7 +252,7 @@ TEST(Job, RootTakesTheLastSegmentsOfASlowNeighbour)
                 p.root = root;
                 p.combine = R == 3 ? ZAP_COMBINE_ALLGATHERV : ZAP_COMBINE_OR_ALLREDUCE;
                 zap_verify_test_slow_rank = root + 1 < R ? root + 1 : root - 1;
-                zap_verify_test_slow_seconds = 0.05;
+                zap_verify_test_slow_seconds = 0.1;
                 auto out = run_job(R, b.bytes, p);
                 zap_verify_test_slow_rank = -1;
                 zap_verify_test_slow_seconds = 0;
