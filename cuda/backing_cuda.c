@@ -169,13 +169,36 @@ zap_status_t zap_cuda_backing(zap_pool_backend_t which, const zap_backing_ops_t 
     return ZAP_OK;
 }
 
+/* The transport stages from whatever thread sends, while the same process may
+ * be running kernels (zap-verify verifies on the GPU while its sender thread
+ * streams records). On the legacy default stream the prefetch and its sync
+ * would wait for all that work; a non-blocking stream per thread waits only
+ * for the prefetch. Streams live until the CUDA context goes. */
+static _Thread_local cudaStream_t prefetch_stream;
+static _Thread_local int prefetch_stream_device = -1;
+
 zap_status_t zap_cuda_prefetch_host_sync(const void *ptr, size_t len)
 {
+    int dev = 0;
+    zap_status_t ds = cuda_check(cudaGetDevice(&dev), "cudaGetDevice (prefetch)");
+    if (ds != ZAP_OK)
+        return ds;
+    if (prefetch_stream == NULL || prefetch_stream_device != dev) {
+        /* A stream belongs to the device current when it was made; a thread
+         * that switched devices gets one of the new device (the old stays). */
+        prefetch_stream = NULL;
+        prefetch_stream_device = dev;
+        zap_status_t cs = cuda_check(cudaStreamCreateWithFlags(&prefetch_stream, cudaStreamNonBlocking),
+                                     "cudaStreamCreateWithFlags (prefetch)");
+        if (cs != ZAP_OK)
+            return cs;
+    }
     struct cudaMemLocation loc;
     loc.type = cudaMemLocationTypeHost;
     loc.id = 0;
-    zap_status_t st = cuda_check(cudaMemPrefetchAsync(ptr, len, loc, 0, 0), "cudaMemPrefetchAsync (to host)");
+    zap_status_t st =
+        cuda_check(cudaMemPrefetchAsync(ptr, len, loc, 0, prefetch_stream), "cudaMemPrefetchAsync (to host)");
     if (st == ZAP_OK)
-        st = cuda_check(cudaStreamSynchronize(0), "cudaStreamSynchronize after prefetch to host");
+        st = cuda_check(cudaStreamSynchronize(prefetch_stream), "cudaStreamSynchronize after prefetch to host");
     return st;
 }
