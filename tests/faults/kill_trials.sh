@@ -16,6 +16,11 @@
 # worst detection latency. Exit 0 when every trial passed, 1 otherwise, 77
 # (skip) without namespaces.
 #
+# VERIFY_ITEMS (default 60000) sets the zap-verify batch: a larger one (say
+# 400000) keeps the root generating through the whole kill window, so every
+# kill lands in the load phase. A verify trial's line says "during load" when
+# a rank reported the failure while the root was still loading the batch.
+#
 # zap-fault-rank prints each survivor's error time itself; zap-verify does
 # not, so its output is time-stamped line by line as it arrives (bash's
 # EPOCHREALTIME, no fork per line) and a survivor's error time is that of its
@@ -62,7 +67,7 @@ for ((t = 0; t < TRIALS; t++)); do
         : "${FAULTS_VERIFY_BIN:?FAULTS_VERIFY_BIN must name zap-verify}"
         (set -o pipefail
          ns_mpirun $np --enable-recovery --mca orte_allowed_exit_without_sync 1 -x ZAP_VERIFY_THREADS=1 -- \
-            "$FAULTS_VERIFY_BIN" run --gen 60000 --invalid-fraction 0.05 --seed $s --quiet 2>&1 |
+            "$FAULTS_VERIFY_BIN" run --gen "${VERIFY_ITEMS:-60000}" --invalid-fraction 0.05 --seed $s --quiet 2>&1 |
             while IFS= read -r line; do printf '%s %s\n' "$EPOCHREALTIME" "$line"; done > "$log") &
         job=$!
         # Kill at a seeded point 1.0 to 3.0 s after the ranks exist.
@@ -92,6 +97,9 @@ for ((t = 0; t < TRIALS; t++)); do
         kt=$(cat "$kf")
         jobend=$(awk "BEGIN{printf \"%.2f\", $end - $kt}")
         detail="killed rank $victim of $np; job ended ${jobend}s after the kill"
+        if [ $kind = verify ] && grep -q "while the root loaded the batch\|to load the batch:" "$log"; then
+            detail="$detail; during load"
+        fi
         for ((r = 0; r < np; r++)); do
             [ $r -eq $victim ] && continue
             if [ $kind = verify ]; then

@@ -33,6 +33,7 @@
 #endif
 #include <errno.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <getopt.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -419,6 +420,112 @@ static void loaded_inproc(run_ctx_t *c) { pthread_barrier_wait(&c->barrier); }
  * receive is tested every 2 ms with a sleep between (MPI_Barrier busy-polls
  * in Open MPI), so the waiting ranks leave the cores to the root's generator. */
 #define LOADED_TAG 0x7a76
+#define HELLO_TAG 0x7a77
+#define WATCH_TAG 0x7a78 /* never sent: a receive that ends only when its peer fails */
+
+static void lost_peer_exit(int rank, const char *what, zap_status_t s)
+{
+    fprintf(stderr, "zap-verify: rank %d: %s: %s (the log line above names the rank)\n", rank, what,
+            zap_status_string(s));
+    fflush(NULL);
+    _exit(EXIT_ERROR); /* as after a lost peer (main) */
+}
+
+/* While the root loads or generates the batch (seconds, no zap call of its
+ * own), it must still notice a rank that dies: UCX sees a dead peer only
+ * over an endpoint it has and only while it is progressed. So the root
+ * connects to every rank before loading (each sends it a 0-byte hello), keeps
+ * a receive that is never matched posted from each (the transport fails it
+ * when that peer fails), and its main thread tests them every 2 ms while a
+ * thread loads. A failure is logged by the transport naming the rank, and
+ * the notices it sends before this rank leaves tell the waiting ranks (whose
+ * only endpoint is to the root) which rank failed first. A star, not all
+ * pairs: a rank keeps one connection per peer it talks to, and the job's
+ * scatter connects the root to everyone anyway. */
+typedef struct loader {
+    run_ctx_t *c;
+    zap_transport_t *t;
+    zap_buf_t *buf;
+    zap_status_t s;
+    atomic_int done;
+} loader_t;
+
+static zap_status_t load_batch(run_ctx_t *c, zap_transport_t *t, zap_buf_t *buf_p);
+
+static void *loader_main(void *arg)
+{
+    loader_t *l = arg;
+    l->s = load_batch(l->c, l->t, l->buf);
+    atomic_store(&l->done, 1);
+    return NULL;
+}
+
+/* Every pending request of reqs[0..n) tested once (each test progresses the
+ * transport); the first error, or ZAP_OK. *pending_p counts those not done. */
+static zap_status_t test_all(zap_request_t **reqs, int n, int *pending_p)
+{
+    int pending = 0;
+    for (int i = 0; i < n; i++) {
+        int done = 0;
+        if (reqs[i] == NULL)
+            continue;
+        zap_status_t s = zap_request_test(reqs[i], &done);
+        if (s != ZAP_OK)
+            return s;
+        pending += !done;
+    }
+    if (pending_p)
+        *pending_p = pending;
+    return ZAP_OK;
+}
+
+static zap_status_t load_watched(run_ctx_t *c, zap_transport_t *t, zap_buf_t *buf_p)
+{
+    const int rank = zap_transport_rank(t), size = zap_transport_size(t);
+    zap_request_t **hello = calloc((size_t)size, sizeof(*hello)), **watch = calloc((size_t)size, sizeof(*watch));
+    if (!hello || !watch) {
+        free(hello);
+        free(watch);
+        return ZAP_ERR_NO_MEMORY; /* the job then fails on every rank (rank_main) */
+    }
+    zap_status_t s = ZAP_OK;
+    for (int r = 0; r < size && s == ZAP_OK; r++)
+        if (r != rank && (s = zap_transport_irecv(t, r, HELLO_TAG, NULL, 0, &hello[r])) == ZAP_OK)
+            s = zap_transport_irecv(t, r, WATCH_TAG, NULL, 0, &watch[r]);
+    if (s != ZAP_OK)
+        lost_peer_exit(rank, "connecting to the ranks before loading the batch", s);
+    loader_t l = {.c = c, .t = t, .buf = buf_p, .s = ZAP_OK};
+    atomic_init(&l.done, 0);
+    pthread_t tid;
+    int threaded = pthread_create(&tid, NULL, loader_main, &l) == 0;
+    if (!threaded)
+        loader_main(&l);
+    struct timespec ts = {0, 2 * 1000 * 1000};
+    while (!atomic_load(&l.done)) {
+        if ((s = test_all(watch, size, NULL)) != ZAP_OK || (s = test_all(hello, size, NULL)) != ZAP_OK)
+            lost_peer_exit(rank, "a rank failed while the root loaded the batch", s);
+        nanosleep(&ts, NULL);
+    }
+    if (threaded)
+        pthread_join(tid, NULL);
+    for (int r = 0; r < size; r++)
+        zap_request_free(watch[r]); /* cancels it */
+    /* Every rank sent its hello right after the transport was created. */
+    int pending = 1;
+    double deadline = zap_clock_now() + zap_timeout_seconds();
+    while ((s = test_all(hello, size, &pending)) == ZAP_OK && pending && zap_clock_now() < deadline)
+        nanosleep(&ts, NULL);
+    if (s == ZAP_OK && pending)
+        s = ZAP_ERR_TIMED_OUT;
+    if (s != ZAP_OK)
+        lost_peer_exit(rank, "waiting for every rank's hello", s);
+    for (int r = 0; r < size; r++)
+        zap_request_free(hello[r]);
+    free(hello);
+    free(watch);
+    return l.s;
+}
+
 static void loaded_mpi(run_ctx_t *c)
 {
     zap_transport_t *t = c->t;
@@ -433,17 +540,22 @@ static void loaded_mpi(run_ctx_t *c)
         return;
     }
     struct timespec ts = {0, 2 * 1000 * 1000};
-    zap_request_t *req = NULL;
+    zap_request_t *req = NULL, *hello = NULL;
     int done = 0;
-    zap_status_t s = zap_transport_irecv(t, root, LOADED_TAG, NULL, 0, &req);
+    /* The hello connects this rank to the root at once (load_watched). */
+    zap_status_t s = zap_transport_isend(t, root, HELLO_TAG, NULL, 0, &hello);
+    if (s == ZAP_OK)
+        s = zap_transport_irecv(t, root, LOADED_TAG, NULL, 0, &req);
     while (s == ZAP_OK && (s = zap_request_test(req, &done)) == ZAP_OK && !done)
         nanosleep(&ts, NULL);
+    if (s == ZAP_OK)
+        s = zap_request_wait(hello); /* done long ago: the root has received it */
     zap_request_free(req);
+    zap_request_free(hello);
     if (s != ZAP_OK) {
-        fprintf(stderr, "zap-verify: rank %d: waiting for the root (rank %d) to load the batch: %s\n", rank, root,
-                zap_status_string(s));
-        fflush(NULL);
-        _exit(EXIT_ERROR); /* as after a lost peer (main) */
+        char what[96];
+        snprintf(what, sizeof(what), "waiting for the root (rank %d) to load the batch", root);
+        lost_peer_exit(rank, what, s);
     }
 }
 
@@ -605,7 +717,7 @@ static int rank_main(run_ctx_t *c, zap_transport_t *t)
     zap_buf_t batch = {0};
     zap_status_t load = ZAP_OK;
     if (rank == o->vp.root)
-        load = load_batch(c, t, &batch);
+        load = c->t ? load_watched(c, t, &batch) : load_batch(c, t, &batch);
     c->loaded(c);
     zap_status_t s = zap_comm_create(t, &comm);
     if (s != ZAP_OK) {
