@@ -39,15 +39,22 @@
  * is one pass over the records on the root and one over each shard. */
 #include "verify/verify_impl.h"
 #include "verify/job_stream.h"
+#include "verify/job_ring.h"
 #include "base/log.h"
 #include <pthread.h>
 #include <sodium.h>
 #include <stdlib.h>
 #include <time.h>
 
-/* The first segment of a scatter stream: 64k records of 128 bytes, ~10 ms on
- * an H200, so a rank starts verifying soon after the root. */
-#define ZAP_VERIFY_SEGMENT_BYTES ((uint64_t)8 << 20)
+/* The first segment of a scatter stream: 128k records of 128 bytes, ~20 ms on
+ * an H200, so a rank starts verifying soon after the root; 16 MiB measured
+ * best on two H200s at 2^22 items (docs/performance.md: 4-8 MiB mean more,
+ * smaller GPU calls, 32-64 MiB a later start). */
+#define ZAP_VERIFY_SEGMENT_BYTES ((uint64_t)16 << 20)
+
+/* A GPU rank's preparation readies its verifier for calls of up to this many
+ * items (a segment of a 2^22-item job on two ranks stays below it). */
+#define ZAP_VERIFY_PREPARE_ITEMS ((uint64_t)1 << 20)
 
 int zap_verify_test_flip_rank = -1;
 int zap_verify_test_slow_rank = -1;
@@ -187,6 +194,19 @@ static void blob_slice(const zap_batch_view_t *v, uint64_t first, uint64_t count
     *hi_p = hi;
 }
 
+/* A rank that will receive a scatter stream for its GPU readies it on a
+ * helper thread as soon as the job starts, while the root still parses the
+ * batch (and usually still reads it): the pinned staging ring (job_ring.c),
+ * which costs ~20 ms to pin and would stall the GPU calls if pinned later,
+ * and the verifier's device state. The stream joins it before it starts. */
+static void *prepare_main(void *arg)
+{
+    int dev = *(int *)arg;
+    zap_vring_release(zap_vring_acquire(dev)); /* kept for this device's stream */
+    zap_verify_gpu_prepare(ZAP_VERIFY_PREPARE_ITEMS);
+    return NULL;
+}
+
 /* The root's broadcast of the whole batch, on a helper thread. */
 typedef struct bcast_arg {
     zap_comm_t *comm;
@@ -244,6 +264,11 @@ zap_status_t zap_verify_job(zap_comm_t *comm, const void *batch, size_t len, con
     zap_vseg_t *segs = NULL;
     zap_vsend_rank_t *sranks = NULL;
     zap_vrecv_t *stream = NULL;
+    pthread_t prep_tid;
+    int prep_dev = -1, prepping = 0;
+    if (rank != root && prm.mode == ZAP_VERIFY_SCATTER && zap_verify_gpu_planned(&prm, UINT64_MAX) &&
+        (prep_dev = zap_vstream_device(t, 1)) >= 0)
+        prepping = zap_vstream_thread(&prep_tid, prepare_main, &prep_dev, prep_dev) == 0;
 
     /* 1. plan */
     double t0 = zap_clock_now();
@@ -420,7 +445,8 @@ zap_status_t zap_verify_job(zap_comm_t *comm, const void *batch, size_t len, con
             if (r == partner)
                 ipartner = nsr;
             sranks[nsr++] = (zap_vsend_rank_t){r, root_view.records + f * plan.stride,
-                                               hi > lo ? root_view.blob + lo : NULL, segs + used, n, r == partner};
+                                               hi > lo ? root_view.blob + lo : NULL, segs + used, n, r == partner,
+                                               plan.stride};
             used += n;
         }
         if (used > 0) {
@@ -472,6 +498,10 @@ zap_status_t zap_verify_job(zap_comm_t *comm, const void *batch, size_t len, con
         uint64_t slice_len = var_scatter ? slices[2 * rank + 1] - slice_lo : 0;
         size_t nseg = plan_segments(rank, root, nranks, count, plan.stride, slice_len, seg_bytes(&plan), segs);
         uint64_t got = 0; /* record items verified; a shared stream's come from the far end */
+        if (prepping) {
+            pthread_join(prep_tid, NULL);
+            prepping = 0;
+        }
         if (nseg > 0) {
             zap_vrecv_opts_t ro = {gpu_planned && dev >= 0, rank == partner, var_scatter, plan.stride, slice_lo,
                                    slice_lo + slice_len};
@@ -489,7 +519,7 @@ zap_status_t zap_verify_job(zap_comm_t *comm, const void *batch, size_t len, con
             uint8_t *host = NULL;
             const uint8_t *devp = NULL;
             local = zap_vrecv_get(stream, k, &host, &devp);
-            if (local != ZAP_OK || !host)
+            if (local != ZAP_OK || (!host && !devp))
                 break; /* an error, or the root took k and the rest */
             if (segs[k].blob) {
                 blob_host = host;
@@ -511,12 +541,16 @@ zap_status_t zap_verify_job(zap_comm_t *comm, const void *batch, size_t len, con
                 piece.records = devp;
                 piece.blob = blob_dev ? blob_dev : blob_host;
                 local = zap_verify_piece(&piece, &gp, count, words, NULL, &ps);
-                if (local != ZAP_OK)
+                if (local != ZAP_OK && host)
                     zap_warn("verify: job: the gpu failed on the device copy of segment %zu (%s); verifying its "
                              "host bytes as the verifier setting says",
                              k, zap_status_string(local));
+                else if (local != ZAP_OK)
+                    zap_error("verify: job: the gpu failed on segment %zu (%s), which came through the staging "
+                              "ring and exists only on the device",
+                              k, zap_status_string(local));
             }
-            if (!devp || local != ZAP_OK) {
+            if (!devp || (local != ZAP_OK && host)) { /* (through the ring there are no host bytes) */
                 piece.records = host;
                 piece.blob = blob_host;
                 local = zap_verify_piece(&piece, &prm, count, words, NULL, &ps);
@@ -672,6 +706,8 @@ zap_status_t zap_verify_job(zap_comm_t *comm, const void *batch, size_t len, con
     memset(&res, 0, sizeof(res)); /* ownership moved to the caller */
 
 out:
+    if (prepping)
+        pthread_join(prep_tid, NULL);
     free(mine);
     free(ranges);
     free(rows);

@@ -25,6 +25,7 @@
  * driven by two threads at once. Threads that may touch CUDA (managed pages
  * are staged by the transport) adopt the job thread's device first. */
 #include "verify/job_stream.h"
+#include "verify/job_ring.h"
 #include "verify/verify_impl.h"
 #include "base/log.h"
 #include <pthread.h>
@@ -160,6 +161,18 @@ void zap_vseg_rebase(uint8_t *records, uint32_t stride, uint64_t count, uint64_t
     }
 }
 
+uint64_t zap_vstream_test_chunk_bytes = 0;
+
+uint64_t zap_vseg_chunk(const zap_vseg_t *g, uint32_t stride)
+{
+    uint64_t c = ZAP_VRING_SLOT_BYTES;
+    if (zap_vstream_test_chunk_bytes > 0 && zap_vstream_test_chunk_bytes < c)
+        c = zap_vstream_test_chunk_bytes;
+    if (!g->blob && stride > 0)
+        c = c >= stride ? c - c % stride : stride; /* whole records, so each chunk can be rebased alone */
+    return c;
+}
+
 size_t zap_vseg_plan(uint64_t count, uint32_t stride, uint64_t blob_len, uint64_t first_bytes, zap_vseg_t *out)
 {
     size_t n = 0;
@@ -269,9 +282,26 @@ static zap_status_t post_token_recv(zap_vsend_t *s, send_rank_t *r)
     return st;
 }
 
-/* Rank r's token has come: answer it with its segment k, or with an empty
- * message that ends the stream to r when the token does not match the
- * root's plan. A token saying that r failed gets no answer (r has stopped). */
+static zap_status_t post_send(zap_vsend_t *s, send_rank_t *r, const uint8_t *src, size_t len)
+{
+    if (s->nsends == s->cap) {
+        size_t c = s->cap ? 2 * s->cap : 16;
+        zap_request_t **n = realloc(s->sends, c * sizeof(*n));
+        if (!n)
+            return ZAP_ERR_NO_MEMORY;
+        s->sends = n;
+        s->cap = c;
+    }
+    zap_status_t st = zap_transport_isend(s->t, r->in.rank, TAG_SEGMENT, src, len, &s->sends[s->nsends]);
+    if (st == ZAP_OK)
+        s->nsends++;
+    return st;
+}
+
+/* Rank r's token has come: answer it with its segment k (in chunks), or
+ * with an empty message that ends the stream to r when the token does not
+ * match the root's plan or the root has taken k. A token saying that r
+ * failed gets no answer (r has stopped). */
 static zap_status_t answer(zap_vsend_t *s, send_rank_t *r)
 {
     size_t got = 0;
@@ -307,20 +337,21 @@ static zap_status_t answer(zap_vsend_t *s, send_rank_t *r)
                   r->in.rank, k, nseg, (unsigned long long)len, want, r->in.nseg,
                   (unsigned long long)(g ? g->len : 0));
     }
-    if (s->nsends == s->cap) {
-        size_t c = s->cap ? 2 * s->cap : 16;
-        zap_request_t **n = realloc(s->sends, c * sizeof(*n));
-        if (!n)
-            return ZAP_ERR_NO_MEMORY;
-        s->sends = n;
-        s->cap = c;
-    }
     int send = ok && !taken;
-    const uint8_t *src = send ? (g->blob ? r->in.blob : r->in.records) + g->src_off : NULL;
-    st = zap_transport_isend(s->t, r->in.rank, TAG_SEGMENT, src, send ? (size_t)g->len : 0, &s->sends[s->nsends]);
-    if (st != ZAP_OK)
-        return st;
-    s->nsends++;
+    if (!send) {
+        st = post_send(s, r, NULL, 0);
+        if (st != ZAP_OK)
+            return st;
+    } else {
+        /* The segment in its chunks (zap_vseg_chunk), which r receives in order. */
+        const uint8_t *src = (g->blob ? r->in.blob : r->in.records) + g->src_off;
+        uint64_t chunk = zap_vseg_chunk(g, r->in.stride);
+        for (uint64_t off = 0; off < g->len; off += chunk) {
+            st = post_send(s, r, src + off, (size_t)(g->len - off < chunk ? g->len - off : chunk));
+            if (st != ZAP_OK)
+                return st;
+        }
+    }
     if (send && r->k < r->in.nseg)
         return post_token_recv(s, r);
     return ZAP_OK; /* r is done: all sent, taken, or its stream ended */
@@ -459,6 +490,8 @@ struct zap_vrecv {
     zap_buf_t *bufs;          /* pool buffers (no device copy) */
     uint8_t **hbufs;          /* malloc'd buffers (device copy) */
     void **dbufs;             /* device copies; NULL where none could be made */
+    zap_vring_t *ring;        /* pinned staging for record segments (device copy); NULL: none */
+    size_t nchunk;            /* chunks that went through the ring: the next slot */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     size_t allocated;         /* buffers that exist */
@@ -493,7 +526,13 @@ static void *allocator_main(void *arg)
         uint8_t *h = NULL;
         void *d = NULL;
         zap_status_t st = ZAP_OK;
-        if (r->o.device_copy) {
+        if (r->o.device_copy && r->ring && !r->segs[k].blob) {
+            /* Received through the ring: device memory only, or plain memory
+             * where that cannot be had (the GPU call then copies it). */
+            d = device_alloc((size_t)r->segs[k].len);
+            h = d ? NULL : host_alloc((size_t)r->segs[k].len);
+            st = d || h ? ZAP_OK : ZAP_ERR_NO_MEMORY;
+        } else if (r->o.device_copy) {
             /* Plain memory: pinning (a cold pinned pool buffer) takes ~0.6 s/GiB
              * and stalls the job thread's GPU calls meanwhile; pages that the
              * receive faults in cost less and block nothing. */
@@ -578,6 +617,96 @@ static void pace(zap_vrecv_t *r, size_t k)
     }
 }
 
+/* Receives the chunks after a failed one, into scratch memory, so that the
+ * root's sends of segment k complete (a rendezvous send waits for its
+ * receive), then tells the root to stop. */
+static void drain(zap_vrecv_t *r, size_t k, uint64_t from, uint64_t chunk)
+{
+    const zap_vseg_t *g = &r->segs[k];
+    uint8_t *scratch = from < g->len ? malloc((size_t)chunk) : NULL;
+    for (uint64_t off = from; scratch && off < g->len; off += chunk) {
+        zap_request_t *req = NULL;
+        size_t len = (size_t)(g->len - off < chunk ? g->len - off : chunk);
+        if (zap_transport_irecv(r->t, r->root, TAG_SEGMENT, scratch, len, &req) != ZAP_OK)
+            break;
+        zap_status_t st = zap_request_wait(req);
+        zap_request_free(req);
+        if (st != ZAP_OK && st != ZAP_ERR_TRUNCATED)
+            break;
+    }
+    free(scratch);
+    if (k + 1 < r->nseg)
+        (void)send_token(r, ZAP_ERR_CORRUPT, k + 1);
+}
+
+/* Segment k, chunk by chunk (zap_vseg_chunk): into its host buffer, or,
+ * without one, through the ring into its device buffer. *taken_p: the root
+ * answered with an empty message on a shared stream (ZAP_OK). */
+static zap_status_t recv_segment(zap_vrecv_t *r, size_t k, int *taken_p)
+{
+    const zap_vseg_t *g = &r->segs[k];
+    const uint64_t chunk = zap_vseg_chunk(g, r->o.stride);
+    uint8_t *host = r->o.device_copy ? r->hbufs[k] : r->bufs[k].ptr;
+    for (uint64_t off = 0; off < g->len; off += chunk) {
+        size_t len = (size_t)(g->len - off < chunk ? g->len - off : chunk);
+        uint8_t *dst = host ? host + off : zap_vring_slot(r->ring, r->nchunk);
+        if (!dst) { /* the ring's CUDA error is logged */
+            if (off == 0)
+                (void)send_token(r, ZAP_ERR_CUDA, k); /* nothing of k was asked for: the root stops */
+            else
+                drain(r, k, off, chunk);
+            return ZAP_ERR_CUDA;
+        }
+        zap_request_t *req = NULL;
+        zap_status_t st = zap_transport_irecv(r->t, r->root, TAG_SEGMENT, dst, len, &req);
+        if (st == ZAP_OK && off == 0)
+            st = send_token(r, ZAP_OK, k);
+        if (st == ZAP_OK)
+            st = zap_request_wait(req);
+        size_t got = 0;
+        if (st == ZAP_OK)
+            st = zap_request_received(req, &got);
+        zap_request_free(req);
+        if (st != ZAP_OK)
+            return st;
+        if (got == 0 && off == 0) {
+            /* An empty reply is the root ending the stream: "taken" on a
+             * shared stream, else the plans differ. */
+            if (r->o.shared) {
+                *taken_p = 1;
+                return ZAP_OK;
+            }
+            zap_error("verify: job: the root ended the stream at segment %zu (its plan differs)", k);
+            return ZAP_ERR_CORRUPT;
+        }
+        if (got != len) {
+            /* A damaged segment; the root still sends its other chunks and
+             * waits for the next token. */
+            zap_error("verify: job: segment %zu from the root has %zu bytes at byte %llu, expected %zu", k, got,
+                      (unsigned long long)off, len);
+            drain(r, k, off + chunk, chunk);
+            return ZAP_ERR_CORRUPT;
+        }
+        if (r->o.rebase && !g->blob)
+            zap_vseg_rebase(dst, r->o.stride, len / r->o.stride, r->o.slice_lo, r->o.slice_hi);
+        if (!host) {
+            st = zap_vring_copy(r->ring, r->nchunk, (uint8_t *)r->dbufs[k] + off, len);
+            r->nchunk++;
+            if (st != ZAP_OK) {
+                drain(r, k, off + chunk, chunk);
+                return st;
+            }
+        }
+    }
+    if (!host) /* in place once its last copy (the ring's stream is in order) is done */
+        return zap_vring_wait(r->ring, r->nchunk - 1);
+    if (r->dbufs[k] && !device_copy(r->dbufs[k], host, (size_t)g->len)) {
+        device_free(r->dbufs[k]); /* the GPU call then copies the host bytes itself */
+        r->dbufs[k] = NULL;
+    }
+    return ZAP_OK;
+}
+
 static void *receiver_main(void *arg)
 {
     zap_vrecv_t *r = arg;
@@ -600,44 +729,16 @@ static void *receiver_main(void *arg)
             st = a;
             break;
         }
-        zap_request_t *req = NULL;
-        uint8_t *host = r->o.device_copy ? r->hbufs[k] : r->bufs[k].ptr;
-        st = zap_transport_irecv(r->t, r->root, TAG_SEGMENT, host, (size_t)r->segs[k].len, &req);
-        if (st == ZAP_OK)
-            st = send_token(r, ZAP_OK, k);
-        if (st == ZAP_OK)
-            st = zap_request_wait(req);
-        size_t got = 0;
-        if (st == ZAP_OK)
-            st = zap_request_received(req, &got);
-        zap_request_free(req);
-        if (st == ZAP_OK && got == 0 && r->o.shared) {
+        int taken = 0;
+        st = recv_segment(r, k, &taken);
+        if (st == ZAP_OK && taken) {
             pthread_mutex_lock(&r->mu);
             r->taken = 1; /* the root verifies k and the rest */
             pthread_mutex_unlock(&r->mu);
             break;
         }
-        if (st == ZAP_OK && got != r->segs[k].len) {
-            /* An empty reply is the root ending the stream; anything else is a
-             * damaged segment, and the root still waits for the next token. */
-            if (got != 0) {
-                zap_error("verify: job: segment %zu from the root has %zu bytes, expected %llu", k, got,
-                          (unsigned long long)r->segs[k].len);
-                if (k + 1 < r->nseg)
-                    (void)send_token(r, ZAP_ERR_CORRUPT, k + 1);
-            } else {
-                zap_error("verify: job: the root ended the stream at segment %zu (its plan differs)", k);
-            }
-            st = ZAP_ERR_CORRUPT;
-        }
         if (st != ZAP_OK)
             break;
-        if (r->o.rebase && !r->segs[k].blob)
-            zap_vseg_rebase(host, r->o.stride, r->segs[k].items, r->o.slice_lo, r->o.slice_hi);
-        if (r->dbufs[k] && !device_copy(r->dbufs[k], host, (size_t)r->segs[k].len)) {
-            device_free(r->dbufs[k]); /* the GPU call then copies the host bytes itself */
-            r->dbufs[k] = NULL;
-        }
         pthread_mutex_lock(&r->mu);
         r->arrived = k + 1;
         if (!r->segs[k].blob) {
@@ -686,6 +787,8 @@ zap_status_t zap_vrecv_start(zap_transport_t *t, int root, const zap_vseg_t *seg
 #ifndef ZAP_VERIFY_HAVE_CUDA
     r->o.device_copy = 0;
 #endif
+    /* Normally made by the job's preparation, before the transfers. */
+    r->ring = r->o.device_copy ? zap_vring_acquire(dev) : NULL;
     r->segs = segs;
     r->nseg = nseg;
     pthread_mutex_init(&r->mu, NULL);
@@ -730,7 +833,7 @@ zap_status_t zap_vrecv_get(zap_vrecv_t *r, size_t k, uint8_t **host_p, const uin
     *host_p = NULL;
     *dev_p = NULL;
     if (have) {
-        *host_p = r->o.device_copy ? r->hbufs[k] : r->bufs[k].ptr;
+        *host_p = r->o.device_copy ? r->hbufs[k] : r->bufs[k].ptr; /* NULL: through the ring */
         *dev_p = r->dbufs[k];
     }
     return st;
@@ -762,6 +865,7 @@ void zap_vrecv_free(zap_vrecv_t *r)
         free(r->hbufs[k]);
         device_free(r->dbufs[k]);
     }
+    zap_vring_release(r->ring);
     pthread_mutex_destroy(&r->mu);
     pthread_cond_destroy(&r->cv);
     free(r->bufs);

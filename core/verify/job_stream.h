@@ -33,6 +33,14 @@ size_t zap_vseg_plan(uint64_t count, uint32_t stride, uint64_t blob_len, uint64_
 size_t zap_vseg_plan_far(uint64_t count, uint32_t stride, uint64_t blob_len, uint64_t first_bytes, int from_top,
                          zap_vseg_t *out);
 
+/* Each segment travels as messages of at most this many bytes (its chunks:
+ * whole records for a record segment, the last one shorter), so a rank that
+ * verifies on the GPU can receive it through a small pinned ring
+ * (job_ring.c) whatever the segment's size. Both sides compute it. */
+uint64_t zap_vseg_chunk(const zap_vseg_t *g, uint32_t stride);
+/* Test hook: a smaller chunk than the ring's slot (0: the slot). */
+extern uint64_t zap_vstream_test_chunk_bytes;
+
 /* The CUDA device the stream's threads must use (the calling thread's), or -1
  * when they never call CUDA (a host pool without a GPU verifier planned, or a
  * build without CUDA). */
@@ -55,6 +63,7 @@ typedef struct zap_vsend_rank {
     const zap_vseg_t *segs; /* borrowed until finish */
     size_t nseg;
     int shared;             /* the root may take this rank's last segments (zap_vsend_take) */
+    uint32_t stride;        /* of the records: a record segment's chunks are whole records */
 } zap_vsend_rank_t;
 typedef struct zap_vsend zap_vsend_t;
 
@@ -73,11 +82,15 @@ zap_status_t zap_vsend_finish(zap_vsend_t *s, double *t_done_p, int *mismatch_p)
 
 /* Rank side: an allocator and a receiver thread fill one buffer per segment
  * (segs borrowed until zap_vrecv_free). Without device_copy the buffers come
- * from the transport's pool. With it (a GPU verifier, CUDA built) they are
- * plain host memory, and the receiver copies each segment into device memory
- * of device dev, so the GPU reads it in place and that copy overlaps the
- * verification of the previous segment. Record segments of variable batches
- * are rebased (rebase, stride, the slice [slice_lo, slice_hi)) on arrival. */
+ * from the transport's pool. With it (a GPU verifier, CUDA built) each
+ * segment gets a buffer in device memory of device dev, so the GPU reads it
+ * in place: record segments arrive chunk by chunk in the pinned staging ring
+ * (job_ring.c) and are copied from there on the ring's stream, overlapping
+ * the next receive and the verification of the previous segment; the blob
+ * slice (and every segment when the ring or a device buffer cannot be had)
+ * is received into plain host memory and copied from there. Record segments
+ * of variable batches are rebased (rebase, stride, the slice [slice_lo,
+ * slice_hi)) on arrival. */
 typedef struct zap_vrecv_opts {
     int device_copy;
     /* The root may take this rank's last segments (the root's neighbour): an
@@ -98,11 +111,12 @@ zap_status_t zap_vrecv_start(zap_transport_t *t, int root, const zap_vseg_t *seg
 /* For a rank that cannot start its stream: tells the root (a failure token
  * for segment 0), so that it sends nothing and waits for nothing. */
 void zap_vrecv_refuse(zap_transport_t *t, int root, const zap_vseg_t *segs, size_t nseg, zap_status_t why);
-/* Blocks until segment k is in place: its host bytes and its device copy
- * (NULL when there is none); the receiver's error when the stream ended
- * before k. On a shared stream that the root ended ("taken"), ZAP_OK with
- * *host_p NULL: k and every later segment are the root's. Calling it also
- * marks segment k - 1 verified (the pacing of a shared stream). */
+/* Blocks until segment k is in place: its host bytes (NULL when it came
+ * through the ring: only its device copy exists) and its device copy (NULL
+ * when there is none); the receiver's error when the stream ended before k.
+ * On a shared stream that the root ended ("taken"), ZAP_OK with both NULL:
+ * k and every later segment are the root's. Calling it also marks segment
+ * k - 1 verified (the pacing of a shared stream). */
 zap_status_t zap_vrecv_get(zap_vrecv_t *r, size_t k, uint8_t **host_p, const uint8_t **dev_p);
 /* Joins both threads; the receiver's status and when it finished. */
 zap_status_t zap_vrecv_finish(zap_vrecv_t *r, double *t_done_p);

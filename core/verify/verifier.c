@@ -18,6 +18,11 @@
 #else
 /* Built without cuda/ed25519 (a development build that skips it): no GPU. */
 static int zap_ed25519_gpu_available(void) { return 0; }
+static zap_status_t zap_ed25519_gpu_prepare(uint64_t n)
+{
+    (void)n;
+    return ZAP_ERR_UNSUPPORTED;
+}
 static zap_status_t zap_ed25519_gpu_verify(const void *records, size_t stride, uint64_t n, int variable_msgs,
                                            const void *blob, uint64_t blob_len, uint8_t *verdicts,
                                            uint32_t *bitmap, void *stats)
@@ -274,6 +279,11 @@ int zap_verify_gpu_planned(const zap_verify_params_t *params, uint64_t shard_ite
             return 0;
     }
     return zap_ed25519_gpu_available();
+}
+
+void zap_verify_gpu_prepare(uint64_t items)
+{
+    (void)zap_ed25519_gpu_prepare(items);
 }
 
 zap_status_t zap_verify_batch(const zap_batch_view_t *view, const zap_verify_params_t *params, uint32_t *bitmap,

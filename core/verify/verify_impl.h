@@ -87,6 +87,11 @@ zap_status_t zap_verify_piece(const zap_batch_view_t *view, const zap_verify_par
  * reaches ZAP_GPU_MIN_ITEMS, and a device is usable), else 0. */
 int zap_verify_gpu_planned(const zap_verify_params_t *params, uint64_t shard_items);
 
+/* Readies the calling thread's GPU for verifier calls of up to items items
+ * (zap_ed25519_gpu_prepare) so the job's first call does not pay for it;
+ * nothing without a GPU layer. A failure only costs that time later. */
+void zap_verify_gpu_prepare(uint64_t items);
+
 /* Peak resident set of this process in KiB (VmHWM), 0 if unknown. */
 uint64_t zap_verify_peak_rss_kb(void);
 #endif

@@ -83,6 +83,15 @@ zap_status_t zap_ed25519_gpu_verify(const void *records, size_t stride, uint64_t
                                     uint8_t *verdicts, uint32_t *bitmap,
                                     zap_ed25519_gpu_stats_t *stats);
 
+/* Readies the calling thread's current device for calls of up to n items
+ * before they come: its stream and base-point table, the kernel loaded, and
+ * the cached verdict and bitmap buffers grown to n items (growing later
+ * frees the old buffer, which waits for all work on the device, copies of
+ * other threads included). Optional: calls do all this themselves. Returns
+ * ZAP_OK, ZAP_ERR_UNSUPPORTED without CUDA, or the error of the failed step
+ * (the log says which). */
+zap_status_t zap_ed25519_gpu_prepare(uint64_t n);
+
 #ifdef __cplusplus
 }
 #endif

@@ -34,3 +34,9 @@ zap_status_t zap_ed25519_gpu_use_device(int dev)
     (void)dev;
     return ZAP_ERR_UNSUPPORTED;
 }
+
+zap_status_t zap_ed25519_gpu_prepare(uint64_t n)
+{
+    (void)n;
+    return ZAP_ERR_UNSUPPORTED;
+}

@@ -433,3 +433,37 @@ extern "C" zap_status_t zap_ed25519_gpu_verify(const void *records, size_t strid
         stats->total_ms = zap_ed25519_now_ms() - t0;
     return st;
 }
+
+extern "C" zap_status_t zap_ed25519_gpu_prepare(uint64_t n)
+{
+    if (zap_ed25519_gpu_device_count() <= 0)
+        return ZAP_ERR_NOT_FOUND;
+    int dev = 0;
+    if (!zap_ed25519_cuda_ok(cudaGetDevice(&dev), "cudaGetDevice"))
+        return ZAP_ERR_NOT_FOUND;
+    if (dev < 0 || dev >= ZAP_ED25519_MAX_DEVICES)
+        return ZAP_ERR_UNSUPPORTED;
+    if (pthread_mutex_lock(&zap_ed25519_gpu_lock) != 0)
+        return ZAP_ERR_BUSY;
+    zap_ed25519_dev_state_t *d = &zap_ed25519_devs[dev];
+    zap_status_t st = zap_ed25519_dev_init(d);
+    /* The first launch would otherwise load the kernel (lazy module loading). */
+    cudaFuncAttributes fa;
+    if (st == ZAP_OK) {
+        cudaError_t e;
+        switch (zap_ed25519_variant()) {
+        case 2: e = cudaFuncGetAttributes(&fa, zap_ed25519_verify_kernel<2>); break;
+        case 4: e = cudaFuncGetAttributes(&fa, zap_ed25519_verify_kernel<4>); break;
+        default: e = cudaFuncGetAttributes(&fa, zap_ed25519_verify_kernel<3>); break;
+        }
+        if (!zap_ed25519_cuda_ok(e, "cudaFuncGetAttributes"))
+            st = ZAP_ERR_CUDA;
+    }
+    if (st == ZAP_OK && n > 0)
+        st = zap_ed25519_grow((void **)&d->verdicts, &d->verdicts_cap, (size_t)n, "cudaMalloc verdicts");
+    if (st == ZAP_OK && n > 0)
+        st = zap_ed25519_grow((void **)&d->bitmap, &d->bitmap_cap, (size_t)((n + 31) / 32) * 4,
+                              "cudaMalloc bitmap");
+    pthread_mutex_unlock(&zap_ed25519_gpu_lock);
+    return st;
+}

@@ -120,7 +120,7 @@ typedef struct zap_verify_params {
     uint64_t *progress_items;
     /* Job only, scatter mode: bytes of the first segment of records the root
      * streams to each rank; each next segment doubles, so a rank verifies one
-     * while the next arrives (docs/verify.md). 0: 8 MiB; UINT64_MAX: one
+     * while the next arrives (docs/verify.md). 0: 16 MiB; UINT64_MAX: one
      * segment per rank. The root's value is used on every rank. */
     uint64_t segment_bytes;
 } zap_verify_params_t;

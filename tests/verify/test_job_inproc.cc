@@ -8,6 +8,7 @@ extern "C" {
 #include "zap/pool.h"
 #include "verify/verify_impl.h"
 #include "verify/job_stream.h"
+#include "verify/job_ring.h"
 }
 
 struct RankOut {
@@ -336,30 +337,90 @@ TEST(Job, ReceiveBufferFailureMidStreamFailsEveryRank)
 
 TEST(Job, GpuVerifiesStreamedSegmentsFromDeviceCopies)
 {
-    // Ranks other than the root copy each segment to the device and verify it
-    // there; verdicts must not change (fixed and variable messages, segments
-    // of 1 KiB and doubling). Needs a CUDA device.
+    // Ranks other than the root receive each record segment through the
+    // pinned staging ring and verify its device copy; verdicts must not
+    // change (fixed and variable messages, segments of 1 KiB and doubling,
+    // in one chunk each and in chunks of 32 records, so the four slots are
+    // reused many times over). Needs a CUDA device.
     zap_verify_params_t p = {};
     p.verifier = ZAP_VERIFIER_GPU;
     if (!zap_verify_gpu_planned(&p, 1000))
         GTEST_SKIP() << "no CUDA device";
     p.segment_bytes = 1024;
-    for (int variable = 0; variable < 2; variable++) {
-        GenBatch b = make_batch(3000, 0.3, 50 + variable, variable);
-        for (int R : {2, 3}) {
-            auto out = run_job(R, b.bytes, p);
-            for (int r = 0; r < R; r++) {
-                ASSERT_EQ(out[r].status, ZAP_OK) << "R " << R << " rank " << r;
-                EXPECT_EQ(out[r].bitmap, b.expected) << "R " << R << " rank " << r << " variable " << variable;
-                // (The root may have taken all of its neighbour's segments.)
-                for (int q = 0; q < R; q++)
-                    if (out[r].res.ranks[q].items > 0) {
-                        EXPECT_EQ(out[r].res.ranks[q].used, ZAP_VERIFIER_GPU) << "rank " << q;
-                    }
+    for (uint64_t chunk : {(uint64_t)0, (uint64_t)4096})
+        for (int variable = 0; variable < 2; variable++) {
+            GenBatch b = make_batch(3000, 0.3, 50 + variable, variable);
+            for (int R : {2, 3}) {
+                zap_vstream_test_chunk_bytes = chunk;
+                unsigned long copies = zap_vring_copies();
+                auto out = run_job(R, b.bytes, p);
+                zap_vstream_test_chunk_bytes = 0;
+                for (int r = 0; r < R; r++) {
+                    ASSERT_EQ(out[r].status, ZAP_OK) << "R " << R << " rank " << r << " chunk " << chunk;
+                    EXPECT_EQ(out[r].bitmap, b.expected)
+                        << "R " << R << " rank " << r << " variable " << variable << " chunk " << chunk;
+                    // (The root may have taken all of its neighbour's segments.)
+                    for (int q = 0; q < R; q++)
+                        if (out[r].res.ranks[q].items > 0) {
+                            EXPECT_EQ(out[r].res.ranks[q].used, ZAP_VERIFIER_GPU) << "rank " << q;
+                        }
+                }
+                uint64_t others = 0;
+                for (int q = 1; q < R; q++)
+                    others += out[0].res.ranks[q].items;
+                if (others > 0) {
+                    EXPECT_GT(zap_vring_copies(), copies) << "R " << R << ": no segment came through the ring";
+                }
+                cleanup(out);
             }
-            cleanup(out);
         }
-    }
+}
+
+TEST(Job, SegmentsTravelInChunksOfWholeRecords)
+{
+    zap_vseg_t rec = {0, 100000000, 0, 0, 0}, blob = {0, 100000000, 0, 0, 1};
+    EXPECT_EQ(zap_vseg_chunk(&blob, 128), (uint64_t)ZAP_VRING_SLOT_BYTES);
+    EXPECT_EQ(zap_vseg_chunk(&rec, 128), (uint64_t)ZAP_VRING_SLOT_BYTES);
+    EXPECT_EQ(zap_vseg_chunk(&rec, 144) % 144, 0u);
+    EXPECT_LE(zap_vseg_chunk(&rec, 144), (uint64_t)ZAP_VRING_SLOT_BYTES);
+    EXPECT_GT(zap_vseg_chunk(&rec, 144), (uint64_t)ZAP_VRING_SLOT_BYTES - 144);
+    zap_vstream_test_chunk_bytes = 1000;
+    EXPECT_EQ(zap_vseg_chunk(&blob, 128), 1000u);
+    EXPECT_EQ(zap_vseg_chunk(&rec, 128), 896u);
+    EXPECT_EQ(zap_vseg_chunk(&rec, 4096), 4096u); // never less than one record
+    zap_vstream_test_chunk_bytes = 0;
+}
+
+TEST(Job, StreamedSegmentsArriveInChunks)
+{
+    // Segments of several chunks (a few records each, the last one shorter),
+    // with and without a slow neighbour that the root balances: every rank
+    // still ends with the generator's verdicts.
+    zap_verify_params_t p = {};
+    p.verifier = ZAP_VERIFIER_CPU;
+    p.threads = 1;
+    p.segment_bytes = 1024;
+    for (uint64_t chunk : {(uint64_t)1000, (uint64_t)4096})
+        for (int variable = 0; variable < 2; variable++) {
+            GenBatch b = make_batch(1600, 0.3, 70 + variable, variable);
+            for (int R : {2, 3})
+                for (int slow = 0; slow < 2; slow++) {
+                    p.root = R - 1;
+                    zap_vstream_test_chunk_bytes = chunk;
+                    zap_verify_test_slow_rank = slow ? R - 2 : -1;
+                    zap_verify_test_slow_seconds = slow ? 0.05 : 0;
+                    auto out = run_job(R, b.bytes, p);
+                    zap_vstream_test_chunk_bytes = 0;
+                    zap_verify_test_slow_rank = -1;
+                    zap_verify_test_slow_seconds = 0;
+                    for (int r = 0; r < R; r++) {
+                        ASSERT_EQ(out[r].status, ZAP_OK) << "R " << R << " rank " << r << " chunk " << chunk;
+                        EXPECT_EQ(out[r].bitmap, b.expected) << "R " << R << " rank " << r << " chunk " << chunk;
+                    }
+                    expect_balanced_rows(out, 1600, R - 1);
+                    cleanup(out);
+                }
+        }
 }
 
 TEST(Job, MoreRanksThanItems)
