@@ -323,6 +323,26 @@ static void log_failure(ucp_transport_t *u, int i)
 }
 
 static zap_status_t peer_ep(ucp_transport_t *u, int peer, ucp_ep_h *ep_p);
+static void handle_failures(ucp_transport_t *u);
+
+/* A post or blocking call that UCX refuses because the peer is gone, before
+ * UCX has called the endpoint's error handler (it does at the next progress):
+ * a failure like one UCX reports later. Handled now, so the log reads the
+ * notices already here and names the rank that failed first, and the other
+ * ranks are told, before the caller sees the error and perhaps leaves.
+ * Returns whether the peer is now failed. Lock held. */
+static int fail_peer_now(ucp_transport_t *u, int peer, ucs_status_t s)
+{
+    ucp_peer_t *p = &u->peers[peer];
+    if (!p->failed && !u->closing && zap_ucp_status(s) == ZAP_ERR_PEER_FAILED) {
+        p->failed = 1;
+        p->fail_status = s;
+        p->reported_by = -1;
+        u->failures_pending = 1;
+        handle_failures(u);
+    }
+    return p->failed;
+}
 
 /* Once per transport, on the first failure: tells every live peer which rank
  * failed first, before this rank's error reaches its caller. */
@@ -424,16 +444,9 @@ static zap_status_t peer_ep(ucp_transport_t *u, int peer, ucp_ep_h *ep_p)
             want = 0;
             st = zap_ucp_ep_create(&u->w, peer, 0, NULL, NULL, &p->ep);
         }
-        if (st == ZAP_ERR_PEER_FAILED && !u->closing) {
-            /* Its worker is gone (connection refused): a failure like one
-             * UCX reports later, and the other ranks are told now, before
-             * the caller sees the error and perhaps leaves. */
+        if (st == ZAP_ERR_PEER_FAILED) {
             p->ep = NULL;
-            p->failed = 1;
-            p->fail_status = UCS_ERR_UNREACHABLE;
-            p->reported_by = -1;
-            u->failures_pending = 1;
-            handle_failures(u);
+            (void)fail_peer_now(u, peer, UCS_ERR_UNREACHABLE); /* its worker is gone: connection refused */
         }
         if (st != ZAP_OK)
             return st;
@@ -508,8 +521,9 @@ static zap_status_t ucp_isend(zap_transport_t *t, int peer, uint64_t tag, const 
     } else {
         ucs_status_t s = UCS_PTR_STATUS(sp);
         st = zap_ucp_status(s);
-        zap_error("ucp: rank %d: send of %zu bytes to rank %d (tag 0x%llx) failed: %s", t->rank, len, peer,
-                  (unsigned long long)tag, ucs_status_string(s));
+        if (!fail_peer_now(u, peer, s))
+            zap_error("ucp: rank %d: send of %zu bytes to rank %d (tag 0x%llx) failed: %s", t->rank, len, peer,
+                      (unsigned long long)tag, ucs_status_string(s));
         req_put(u, r);
         spin_unlock(&u->lock);
         return st;
@@ -675,7 +689,7 @@ static zap_status_t inline_status(ucp_transport_t *u, ucs_status_t s, zap_status
     if (st == ZAP_ERR_TRUNCATED)
         zap_error("ucp: rank %d: message of %zu bytes from rank %d (tag 0x%llx) exceeds the %zu-byte receive buffer",
                   u->base.rank, len, peer, (unsigned long long)tag, cap);
-    else if (u->peers[peer].failed)
+    else if (fail_peer_now(u, peer, s))
         st = ZAP_ERR_PEER_FAILED;
     else if (st != ZAP_ERR_PEER_FAILED && st != ZAP_ERR_CANCELED)
         zap_error("ucp: rank %d: %s rank %d (tag 0x%llx) failed: %s", u->base.rank,
