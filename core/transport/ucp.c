@@ -232,6 +232,20 @@ static void list_del(ucp_req_t *r)
 
 /* ---- completion (inside ucp_worker_progress, lock held) ----------------- */
 
+/* Marks peer failed for a UCX status that says it is gone, unless known or
+ * closing; handle_failures does the rest. Returns whether it was new. */
+static int mark_failed(ucp_transport_t *u, int peer, ucs_status_t s)
+{
+    ucp_peer_t *p = &u->peers[peer];
+    if (p->failed || u->closing || zap_ucp_status(s) != ZAP_ERR_PEER_FAILED)
+        return 0;
+    p->failed = 1;
+    p->fail_status = s;
+    p->reported_by = -1;
+    u->failures_pending = 1;
+    return 1;
+}
+
 static void finish(ucp_req_t *r, ucs_status_t s, size_t len)
 {
     ucp_transport_t *u = ucp_of(r->base.transport);
@@ -249,7 +263,13 @@ static void finish(ucp_req_t *r, ucs_status_t s, size_t len)
                       u->base.rank, len, r->base.peer, (unsigned long long)r->base.tag, r->cap);
         else if (st == ZAP_ERR_CANCELED && u->peers[r->base.peer].failed)
             st = ZAP_ERR_PEER_FAILED;
-        else if (st != ZAP_ERR_PEER_FAILED && st != ZAP_ERR_CANCELED)
+        else if (st == ZAP_ERR_PEER_FAILED)
+            /* UCX failed the request with its endpoint and calls the error
+             * handler only later: progress_locked handles (logs, tells the
+             * others) the failure as soon as this progress call returns,
+             * before the caller can see this request's error. */
+            (void)mark_failed(u, r->base.peer, s);
+        else if (st != ZAP_ERR_CANCELED)
             zap_error("ucp: rank %d: %s rank %d (tag 0x%llx) failed: %s", u->base.rank,
                       r->base.kind == ZAP_REQ_SEND ? "send to" : "receive from", r->base.peer,
                       (unsigned long long)r->base.tag, ucs_status_string(s));
@@ -333,15 +353,9 @@ static void handle_failures(ucp_transport_t *u);
  * Returns whether the peer is now failed. Lock held. */
 static int fail_peer_now(ucp_transport_t *u, int peer, ucs_status_t s)
 {
-    ucp_peer_t *p = &u->peers[peer];
-    if (!p->failed && !u->closing && zap_ucp_status(s) == ZAP_ERR_PEER_FAILED) {
-        p->failed = 1;
-        p->fail_status = s;
-        p->reported_by = -1;
-        u->failures_pending = 1;
+    if (mark_failed(u, peer, s))
         handle_failures(u);
-    }
-    return p->failed;
+    return u->peers[peer].failed;
 }
 
 /* Once per transport, on the first failure: tells every live peer which rank
@@ -512,9 +526,11 @@ static zap_status_t ucp_isend(zap_transport_t *t, int peer, uint64_t tag, const 
     p.user_data = r;
     ucs_status_ptr_t sp = ucp_tag_send_nbx(ep, buf, len, zap_ucp_tag(t->rank, tag), &p);
     if (UCS_PTR_IS_PTR(sp)) {
-        if (zap_request_status(&r->base) == ZAP_INPROGRESS) { /* else the callback already ran */
+        if (zap_request_status(&r->base) == ZAP_INPROGRESS) {
             r->ucx = sp;
             list_add(u, r);
+        } else {
+            handle_failures(u); /* the callback already ran, and may have marked the peer failed */
         }
     } else if (UCS_PTR_STATUS(sp) == UCS_OK) {
         zap_request_complete(&r->base, ZAP_OK);
