@@ -97,6 +97,7 @@ for ((t = 0; t < TRIALS; t++)); do
         kt=$(cat "$kf")
         jobend=$(awk "BEGIN{printf \"%.2f\", $end - $kt}")
         detail="killed rank $victim of $np; job ended ${jobend}s after the kill"
+        tworst=0
         if [ $kind = verify ] && grep -q "while the root loaded the batch\|to load the batch:" "$log"; then
             detail="$detail; during load"
         fi
@@ -108,7 +109,7 @@ for ((t = 0; t < TRIALS; t++)); do
                 et=$(grep -m1 "zap\[rank $r\] error:" "$log" | awk '{print $1}')
                 if [ -n "$et" ]; then
                     lat=$(awk "BEGIN{printf \"%.3f\", $et - $kt}")
-                    worst=$(fmax $worst $lat)
+                    worst=$(fmax $worst $lat) tworst=$(fmax $tworst $lat)
                     if fgt $lat $LIMIT; then verdict=FAIL late=$((late + 1)) why="$why rank $r: error ${lat}s after the kill;"; fi
                 fi
                 if grep -q "zap\[rank $r\] error:.*rank $victim\b" "$log"; then
@@ -126,7 +127,7 @@ for ((t = 0; t < TRIALS; t++)); do
                 *" error "*)
                     et=$(echo "$line" | sed 's/.* at \([0-9.]*\) .*/\1/')
                     lat=$(awk "BEGIN{printf \"%.3f\", $et - $kt}")
-                    worst=$(fmax $worst $lat)
+                    worst=$(fmax $worst $lat) tworst=$(fmax $tworst $lat)
                     if fgt $lat $LIMIT; then verdict=FAIL late=$((late + 1)) why="$why rank $r: error ${lat}s after the kill;"; fi
                     case "$line" in
                     *"named-failed-rank yes"*) named=$((named + 1)) ;;
@@ -139,6 +140,7 @@ for ((t = 0; t < TRIALS; t++)); do
             fi
         done
         worst_end=$(fmax $worst_end $jobend)
+        detail="$detail; last survivor error ${tworst}s after it"
     fi
     echo "trial $t seed $s $kind: $verdict: $detail $why"
     if [ $verdict = pass ]; then passed=$((passed + 1)); else fails=$((fails + 1)); sed 's/^/    | /' "$log" | tail -15; fi
