@@ -40,6 +40,7 @@
 #include "verify/verify_impl.h"
 #include "verify/job_stream.h"
 #include "verify/job_ring.h"
+#include "verify/job_watch.h"
 #include "base/log.h"
 #include <pthread.h>
 #include <sodium.h>
@@ -207,6 +208,37 @@ static void *prepare_main(void *arg)
     return NULL;
 }
 
+/* While this rank verifies it makes no transport call of its own, so a peer
+ * that dies then would be noticed only at the combine, a whole verification
+ * later. A watch (job_watch.c) on the peers this rank talks to keeps the
+ * transport progressed and cancels the verifier when one fails: the root
+ * watches every rank it streams to, another rank the root (a rank that dies
+ * elsewhere makes the root leave, and its failure notice names that rank).
+ * The calling thread's verifier calls read the watch's flag. */
+static zap_vwatch_t *watch_begin(zap_transport_t *t, int rank, int root, int nranks)
+{
+    int *peers = nranks > 1 ? malloc((size_t)nranks * sizeof(int)) : NULL;
+    int n = 0;
+    for (int r = 0; peers && r < nranks; r++)
+        if (r != rank && (rank == root || r == root))
+            peers[n++] = r;
+    zap_vwatch_t *w = peers ? zap_vwatch_start(t, peers, n) : NULL;
+    free(peers);
+    zap_verify_set_cancel(zap_vwatch_flag(w));
+    return w;
+}
+
+/* Ends the watch; the status of a peer failure it saw, or ZAP_OK. */
+static zap_status_t watch_end(zap_vwatch_t *w, int rank)
+{
+    zap_verify_set_cancel(NULL);
+    zap_status_t s = zap_vwatch_stop(w);
+    if (s != ZAP_OK)
+        zap_error("verify: job: rank %d stopped verifying: a peer failed (%s; the transport's log names the rank)",
+                  rank, zap_status_string(s));
+    return s;
+}
+
 /* The root's broadcast of the whole batch, on a helper thread. */
 typedef struct bcast_arg {
     zap_comm_t *comm;
@@ -264,6 +296,7 @@ zap_status_t zap_verify_job(zap_comm_t *comm, const void *batch, size_t len, con
     zap_vseg_t *segs = NULL;
     zap_vsend_rank_t *sranks = NULL;
     zap_vrecv_t *stream = NULL;
+    zap_vwatch_t *watch = NULL;
     pthread_t prep_tid;
     int prep_dev = -1, prepping = 0;
     if (rank != root && prm.mode == ZAP_VERIFY_SCATTER && zap_verify_gpu_planned(&prm, UINT64_MAX) &&
@@ -374,6 +407,7 @@ zap_status_t zap_verify_job(zap_comm_t *comm, const void *batch, size_t len, con
     zap_verify_stats_t st;
     memset(&st, 0, sizeof(st));
     double t1 = 0, t_in_place = 0;
+    watch = watch_begin(t, rank, root, nranks);
     if (plan.mode == ZAP_VERIFY_BCAST) {
         /* Receive buffers come from the transport's pool (sends from it need
          * no copy); a rank that cannot get one says so before the transfer. */
@@ -486,6 +520,8 @@ zap_status_t zap_verify_job(zap_comm_t *comm, const void *batch, size_t len, con
         t_in_place = t1;
         if (sender) {
             int mismatches = 0;
+            if (zap_verify_canceled())
+                zap_vsend_abort(sender); /* a rank failed: the job is over, stream no more */
             s = zap_vsend_finish(sender, &t_in_place, &mismatches);
             if (s != ZAP_OK)
                 goto out;
@@ -578,6 +614,10 @@ zap_status_t zap_verify_job(zap_comm_t *comm, const void *batch, size_t len, con
     }
     if (t1 == 0)
         t1 = zap_clock_now();
+    s = watch_end(watch, rank);
+    watch = NULL;
+    if (s != ZAP_OK)
+        goto out; /* the peer's failure, now: the allgatherv below would only find it again */
     res.distribute_seconds = t1 - t0;
     /* Every rank's status and the range it verified, in one collective: the
      * worst status fails the job everywhere, and the ranges (moved by
@@ -706,6 +746,11 @@ zap_status_t zap_verify_job(zap_comm_t *comm, const void *batch, size_t len, con
     memset(&res, 0, sizeof(res)); /* ownership moved to the caller */
 
 out:
+    if (watch) {
+        zap_status_t ws = watch_end(watch, rank);
+        if (ws != ZAP_OK)
+            s = ws; /* not the CANCELED of the sender or verifier it stopped */
+    }
     if (prepping)
         pthread_join(prep_tid, NULL);
     free(mine);

@@ -272,6 +272,7 @@ struct zap_vsend {
     pthread_mutex_t mu;    /* k and end of shared ranks: the sender and the root's thread */
     pthread_t tid;
     int threaded;
+    int abort; /* __atomic: zap_vsend_abort */
 };
 
 static zap_status_t post_token_recv(zap_vsend_t *s, send_rank_t *r)
@@ -370,6 +371,10 @@ static void *sender_main(void *arg)
         }
     double deadline = zap_clock_now() + zap_timeout_seconds();
     while (st == ZAP_OK && active > 0) {
+        if (__atomic_load_n(&s->abort, __ATOMIC_RELAXED)) {
+            st = ZAP_ERR_CANCELED;
+            break;
+        }
         int moved = 0;
         for (int i = 0; i < s->nranks && st == ZAP_OK; i++) {
             send_rank_t *r = &s->ranks[i];
@@ -448,6 +453,12 @@ zap_status_t zap_vsend_start(zap_transport_t *t, const zap_vsend_rank_t *ranks, 
     }
     *s_p = s;
     return ZAP_OK;
+}
+
+void zap_vsend_abort(zap_vsend_t *s)
+{
+    if (s)
+        __atomic_store_n(&s->abort, 1, __ATOMIC_RELAXED);
 }
 
 long zap_vsend_take(zap_vsend_t *s, int i)

@@ -74,6 +74,9 @@ zap_status_t zap_vsend_start(zap_transport_t *t, const zap_vsend_rank_t *ranks, 
  * rank's later request is answered with an empty message, "taken". Returns
  * the segment's index into that rank's segs, or -1 when none is left. */
 long zap_vsend_take(zap_vsend_t *s, int i);
+/* Makes the sender stop answering (its status becomes ZAP_ERR_CANCELED):
+ * the root's peer watch saw a rank fail, and the job is over. */
+void zap_vsend_abort(zap_vsend_t *s);
 /* Joins the sender; its status (transport errors, ZAP_ERR_TIMED_OUT) and when
  * its last send completed; *mismatch_p (may be NULL): how many requests did
  * not match the root's plan (each answered with an empty message, which a

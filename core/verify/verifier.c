@@ -103,6 +103,19 @@ uint64_t zap_verify_peak_rss_kb(void)
     return kb;
 }
 
+/* The calling thread's cancel flag (the job's peer watch, job_watch.c). */
+static _Thread_local const int *tl_cancel;
+
+void zap_verify_set_cancel(const int *flag)
+{
+    tl_cancel = flag;
+}
+
+int zap_verify_canceled(void)
+{
+    return tl_cancel && __atomic_load_n(tl_cancel, __ATOMIC_ACQUIRE);
+}
+
 /* ---- CPU ---- */
 
 typedef struct cpu_job {
@@ -110,6 +123,7 @@ typedef struct cpu_job {
     uint32_t *bitmap;
     uint8_t *verdicts;
     uint64_t *progress;
+    const int *cancel; /* zap_verify_set_cancel; NULL: none */
     atomic_uint_fast64_t next;
     atomic_uint_fast64_t invalid, malformed;
 } cpu_job_t;
@@ -139,6 +153,8 @@ static void *cpu_worker(void *arg)
     const uint64_t n = j->view->n_items;
     uint64_t invalid = 0, malformed = 0;
     for (;;) {
+        if (j->cancel && __atomic_load_n(j->cancel, __ATOMIC_RELAXED))
+            break; /* a chunk is ~ms: the check costs nothing */
         uint64_t lo = atomic_fetch_add(&j->next, ZAP_CPU_CHUNK);
         if (lo >= n)
             break;
@@ -189,6 +205,7 @@ static zap_status_t verify_cpu(const zap_batch_view_t *view, unsigned threads, u
     j.progress = progress;
     j.bitmap = bitmap;
     j.verdicts = verdicts;
+    j.cancel = tl_cancel;
     atomic_init(&j.next, 0);
     atomic_init(&j.invalid, 0);
     atomic_init(&j.malformed, 0);
@@ -209,7 +226,7 @@ static zap_status_t verify_cpu(const zap_batch_view_t *view, unsigned threads, u
     st->invalid = atomic_load(&j.invalid);
     st->malformed = atomic_load(&j.malformed);
     st->threads = started + 1;
-    return ZAP_OK;
+    return zap_verify_canceled() ? ZAP_ERR_CANCELED : ZAP_OK;
 }
 
 /* ---- GPU ---- */
@@ -313,6 +330,8 @@ zap_status_t zap_verify_piece(const zap_batch_view_t *view, const zap_verify_par
         zap_error("verify: sodium_init failed");
         return ZAP_ERR_UNSUPPORTED;
     }
+    if (zap_verify_canceled())
+        return ZAP_ERR_CANCELED; /* GPU calls are bounded (~0.3 s): checked between them */
     int gpu = 0;
     if (v == ZAP_VERIFIER_GPU) {
         if (!zap_ed25519_gpu_available()) {

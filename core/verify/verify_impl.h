@@ -92,6 +92,14 @@ int zap_verify_gpu_planned(const zap_verify_params_t *params, uint64_t shard_ite
  * nothing without a GPU layer. A failure only costs that time later. */
 void zap_verify_gpu_prepare(uint64_t items);
 
+/* Test and job hook: the calling thread's verifier calls stop early (CPU
+ * workers claim no more chunks, no further GPU call starts) and return
+ * ZAP_ERR_CANCELED once *flag is nonzero (read atomically; NULL clears it).
+ * The job sets its peer watch's flag (job_watch.h) while it verifies. */
+void zap_verify_set_cancel(const int *flag);
+/* 1 when the calling thread's cancel flag is set. */
+int zap_verify_canceled(void);
+
 /* Peak resident set of this process in KiB (VmHWM), 0 if unknown. */
 uint64_t zap_verify_peak_rss_kb(void);
 #endif

@@ -20,6 +20,11 @@
 # 400000) keeps the root generating through the whole kill window, so every
 # kill lands in the load phase. A verify trial's line says "during load" when
 # a rank reported the failure while the root was still loading the batch.
+# KILL_WINDOW (default "1.0 3.0") is the seconds after the ranks exist
+# within which a zap-verify victim is killed: with a large batch and a late
+# window (say VERIFY_ITEMS=400000 KILL_WINDOW="9 12") the kill lands while
+# the ranks verify; the line then says "during verification" when a rank
+# stopped its verifier for it (the job's peer watch, core/verify/job_watch.c).
 #
 # zap-fault-rank prints each survivor's error time itself; zap-verify does
 # not, so its output is time-stamped line by line as it arrives (bash's
@@ -70,8 +75,9 @@ for ((t = 0; t < TRIALS; t++)); do
             "$FAULTS_VERIFY_BIN" run --gen "${VERIFY_ITEMS:-60000}" --invalid-fraction 0.05 --seed $s --quiet 2>&1 |
             while IFS= read -r line; do printf '%s %s\n' "$EPOCHREALTIME" "$line"; done > "$log") &
         job=$!
-        # Kill at a seeded point 1.0 to 3.0 s after the ranks exist.
-        delay=$(awk "BEGIN{srand($s); printf \"%.3f\", 1.0 + 2.0 * rand()}")
+        # Kill at a seeded point of KILL_WINDOW (1.0 to 3.0 s) after the ranks exist.
+        read -r kw_lo kw_hi <<< "${KILL_WINDOW:-1.0 3.0}"
+        delay=$(awk "BEGIN{srand($s); printf \"%.3f\", $kw_lo + ($kw_hi - $kw_lo) * rand()}")
         pid=""
         for ((w = 0; w < 200; w++)); do pid=$(rank_pid $victim) && break; sleep 0.05; done
         sleep "$delay"
@@ -100,6 +106,9 @@ for ((t = 0; t < TRIALS; t++)); do
         tworst=0
         if [ $kind = verify ] && grep -q "while the root loaded the batch\|to load the batch:" "$log"; then
             detail="$detail; during load"
+        fi
+        if [ $kind = verify ] && grep -q "stopped verifying: a peer failed" "$log"; then
+            detail="$detail; during verification"
         fi
         for ((r = 0; r < np; r++)); do
             [ $r -eq $victim ] && continue

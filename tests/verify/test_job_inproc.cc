@@ -9,6 +9,7 @@ extern "C" {
 #include "verify/verify_impl.h"
 #include "verify/job_stream.h"
 #include "verify/job_ring.h"
+#include "verify/job_watch.h"
 }
 
 struct RankOut {
@@ -533,4 +534,19 @@ TEST(Job, OneRankDisagreeingFailsEveryRankLoudly)
     }
     EXPECT_TRUE(log.contains("VERDICT MISMATCH: rank 2 digest")) << log.all();
     cleanup(out);
+}
+
+// The peer watch is off on the inproc transport (one process: no rank dies
+// alone), so a job there starts no watch thread and posts nothing.
+TEST(JobWatch, OffOnInproc)
+{
+    zap_inproc_world_t *world = nullptr;
+    ASSERT_EQ(zap_inproc_world_create(2, nullptr, &world), ZAP_OK);
+    zap_transport_t *t = nullptr;
+    ASSERT_EQ(zap_inproc_transport(world, 0, &t), ZAP_OK);
+    int peer = 1;
+    EXPECT_EQ(zap_vwatch_start(t, &peer, 1), nullptr);
+    EXPECT_EQ(zap_vwatch_flag(nullptr), nullptr);
+    EXPECT_EQ(zap_vwatch_stop(nullptr), ZAP_OK);
+    zap_inproc_world_destroy(world);
 }

@@ -2,6 +2,7 @@
 // and Wycheproof vectors), the batch path against single verification, and
 // sharding.
 #include <cstring>
+#include <thread>
 #include "verify_test_util.h"
 #include "log_capture.h"
 extern "C" {
@@ -161,6 +162,38 @@ TEST(Verifier, MessageOutsideTheBlobIsMalformedNotFatal)
     EXPECT_EQ(st.malformed, 1u);
     EXPECT_EQ(st.invalid, 1u);
     EXPECT_EQ(verdicts[6], 1);
+}
+
+// The job's peer watch cancels the calling thread's verifier: with the flag
+// set no chunk is claimed and the call says CANCELED; cleared, the same call
+// verifies everything; another thread's flag does not reach this one.
+TEST(Verifier, CancelFlagStopsTheCpuVerifier)
+{
+    GenBatch b = make_batch(4096, 0.1, 31, 0);
+    zap_batch_view_t view;
+    ASSERT_EQ(zap_batch_parse(b.bytes.data(), b.bytes.size(), 0, &view, nullptr, nullptr, 0), ZAP_OK);
+    std::vector<uint32_t> bm(128, 0);
+    zap_verify_params_t p = {};
+    p.verifier = ZAP_VERIFIER_CPU;
+    p.threads = 2;
+    int flag = 1;
+    zap_verify_set_cancel(&flag);
+    EXPECT_EQ(zap_verify_canceled(), 1);
+    EXPECT_EQ(zap_verify_batch(&view, &p, bm.data(), nullptr, nullptr), ZAP_ERR_CANCELED);
+    for (uint32_t w : bm)
+        EXPECT_EQ(w, 0u); // nothing verified
+    std::thread other([&] {
+        EXPECT_EQ(zap_verify_canceled(), 0);
+        std::vector<uint32_t> bm2(128, 0);
+        EXPECT_EQ(zap_verify_batch(&view, &p, bm2.data(), nullptr, nullptr), ZAP_OK);
+    });
+    other.join();
+    flag = 0;
+    zap_verify_stats_t st;
+    EXPECT_EQ(zap_verify_batch(&view, &p, bm.data(), nullptr, &st), ZAP_OK);
+    EXPECT_EQ(st.checked, 4096u);
+    zap_verify_set_cancel(nullptr);
+    EXPECT_EQ(zap_verify_canceled(), 0);
 }
 
 TEST(Verifier, EmptyBatchNeedsNoBitmap)
