@@ -66,20 +66,13 @@ static zap_status_t bc_progress(zap_coll_op_t *op)
             }
             s->state = BC_COPY_IN_WAIT;
             break;
-        case BC_COPY_IN_WAIT: {
-            uint32_t flags = 0;
-            if (s->x.can) {
-                st = zap_stage_test(s->x.slot);
-                if (st == ZAP_INPROGRESS)
-                    return st;
-                s->x.can = st == ZAP_OK;
-                flags = s->x.can ? ZAP_STAGE_CAN : 0;
-            }
-            if ((st = zap_stage_x_post(op, &s->x, 1, flags)) != ZAP_OK)
+        case BC_COPY_IN_WAIT:
+            if ((st = zap_stage_x_post_ready(op, &s->x)) == ZAP_INPROGRESS)
+                return st;
+            if (st != ZAP_OK)
                 goto fail;
             s->state = BC_R1_WAIT;
             break;
-        }
         case BC_R1_WAIT:
             if ((st = zap_coll_step_test(op)) != ZAP_OK)
                 goto fail_or_wait;

@@ -146,3 +146,16 @@ void zap_stage_x_release(zap_stage_x_t *x)
     x->slot = NULL;
     x->can = false;
 }
+
+zap_status_t zap_stage_x_post_ready(zap_coll_op_t *op, zap_stage_x_t *x)
+{
+    uint32_t flags = 0;
+    if (x->can) {
+        zap_status_t st = zap_stage_test(x->slot);
+        if (st == ZAP_INPROGRESS)
+            return st;
+        x->can = st == ZAP_OK;
+        flags = x->can ? ZAP_STAGE_CAN : 0;
+    }
+    return zap_stage_x_post(op, x, 1, flags);
+}

@@ -49,6 +49,9 @@ bool zap_stage_voted_yes(const zap_coll_op_t *op);
 void zap_stage_x_init(zap_coll_op_t *op, zap_stage_x_t *x, size_t bytes, bool can);
 /* Posts round (1, 2, ...) with flags as this rank's word. */
 zap_status_t zap_stage_x_post(zap_coll_op_t *op, zap_stage_x_t *x, int round, uint32_t flags);
+/* Round 1 once this rank's copy into its slot is done: ZAP_INPROGRESS while
+ * the copy runs; a failed copy votes no (x->can false), it fails nothing. */
+zap_status_t zap_stage_x_post_ready(zap_coll_op_t *op, zap_stage_x_t *x);
 /* After the round's requests completed: ZAP_OK and *all true when every rank
  * set flag (and, with flag ZAP_STAGE_CAN, all are on this host); a transport
  * error of a receive is returned. */
