@@ -86,24 +86,9 @@ static zap_status_t check(cudaError_t err, const char *what)
     return ZAP_ERR_CUDA;
 }
 
-/* Whether any CUDA device is visible, asked once: on a machine without one
- * every pointer is host memory and the per-call query is skipped. */
-static int device_present(void)
-{
-    static int present = -1;
-    if (present < 0) {
-        int n = 0;
-        cudaError_t err = cudaGetDeviceCount(&n);
-        if (err != cudaSuccess)
-            (void)cudaGetLastError();
-        present = err == cudaSuccess && n > 0;
-    }
-    return present;
-}
-
 extern "C" zap_mem_kind_t zap_cuda_ptr_kind(const void *ptr)
 {
-    if (!device_present())
+    if (!zap_stage_device_present()) /* asked once: no device, every pointer is host memory */
         return ZAP_MEM_HOST;
     cudaPointerAttributes attr;
     cudaError_t err = cudaPointerGetAttributes(&attr, ptr);

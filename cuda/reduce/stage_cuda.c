@@ -62,6 +62,8 @@ static zap_status_t check(cudaError_t err, const char *what)
     return ZAP_ERR_CUDA;
 }
 
+/* Whether any CUDA device is visible, asked once (also reduce_cuda.cu's
+ * memory-kind query: without a device every pointer is host memory). */
 bool zap_stage_device_present(void)
 {
     static int present = -1;
