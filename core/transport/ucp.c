@@ -714,21 +714,30 @@ static zap_status_t inline_status(ucp_transport_t *u, ucs_status_t s, zap_status
     return st;
 }
 
+/* What both blocking forms do first: the buffer's memory parameters, then
+ * the worker lock and the peer's endpoint. On ZAP_OK the lock is held. */
+static inline zap_status_t blocking_enter(ucp_transport_t *u, int peer, const void *buf, size_t len,
+                                          ucp_request_param_t *p, ucp_ep_h *ep_p)
+{
+    zap_status_t st = mem_params(u, buf, len, p);
+    if (st != ZAP_OK)
+        return st;
+    spin_lock(&u->lock);
+    st = known_ep(u, peer, ep_p);
+    if (st != ZAP_OK)
+        spin_unlock(&u->lock);
+    return st;
+}
+
 static zap_status_t ucp_send_blocking(zap_transport_t *t, int peer, uint64_t tag, const void *buf, size_t len)
 {
     ucp_transport_t *u = ucp_of(t);
     ucp_request_param_t p;
     p.op_attr_mask = 0;
-    zap_status_t st = mem_params(u, buf, len, &p);
+    ucp_ep_h ep = NULL;
+    zap_status_t st = blocking_enter(u, peer, buf, len, &p, &ep);
     if (st != ZAP_OK)
         return st;
-    ucp_ep_h ep = NULL;
-    spin_lock(&u->lock);
-    st = known_ep(u, peer, &ep);
-    if (st != ZAP_OK) {
-        spin_unlock(&u->lock);
-        return st;
-    }
     ucs_status_ptr_t sp = ucp_tag_send_nbx(ep, buf, len, zap_ucp_tag(t->rank, tag), &p);
     if (sp == NULL) { /* sent (copied out) at once: the usual small message */
         spin_unlock(&u->lock);
@@ -756,16 +765,10 @@ static zap_status_t ucp_recv_blocking(zap_transport_t *t, int peer, uint64_t tag
     /* No immediate completion (UCX 1.13 would not report the length, see
      * ucp_irecv): a message already here gives a completed request. */
     p.op_attr_mask = UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
-    zap_status_t st = mem_params(u, buf, cap, &p);
+    ucp_ep_h ep = NULL;
+    zap_status_t st = blocking_enter(u, peer, buf, cap, &p, &ep);
     if (st != ZAP_OK)
         return st;
-    ucp_ep_h ep = NULL;
-    spin_lock(&u->lock);
-    st = known_ep(u, peer, &ep);
-    if (st != ZAP_OK) {
-        spin_unlock(&u->lock);
-        return st;
-    }
     ucs_status_ptr_t sp =
         ucp_tag_recv_nbx(u->w.worker, buf, cap, zap_ucp_tag(peer, tag), ZAP_UCP_MATCH_ALL, &p);
     if (UCS_PTR_IS_ERR(sp)) {
