@@ -266,6 +266,20 @@ void zap_verify_result_cleanup(zap_verify_result_t *result)
     memset(result, 0, sizeof(*result));
 }
 
+/* Every rank's local status, MIN-reduced: all go on or all stop with the
+ * same status, so a failure on one rank cannot leave the others waiting. The
+ * ranks that were fine say why they stop (the failing one said it already). */
+static zap_status_t agree_to_go(zap_comm_t *comm, zap_status_t local, const char *other_did)
+{
+    int32_t go = local;
+    zap_status_t s = zap_allreduce(comm, ZAP_IN_PLACE, &go, 1, ZAP_DT_INT32, ZAP_OP_MIN);
+    if (s != ZAP_OK)
+        return s;
+    if (go != ZAP_OK && local == ZAP_OK)
+        zap_error("verify: job: another rank %s: %s", other_did, zap_status_string((zap_status_t)go));
+    return (zap_status_t)go;
+}
+
 zap_status_t zap_verify_job(zap_comm_t *comm, const void *batch, size_t len, const zap_verify_params_t *params,
                             zap_verify_result_t *result_p)
 {
@@ -364,16 +378,8 @@ zap_status_t zap_verify_job(zap_comm_t *comm, const void *batch, size_t len, con
             local = ZAP_ERR_NO_MEMORY;
         }
     }
-    int32_t go = local;
-    s = zap_allreduce(comm, ZAP_IN_PLACE, &go, 1, ZAP_DT_INT32, ZAP_OP_MIN);
-    if (s != ZAP_OK)
+    if ((s = agree_to_go(comm, local, "stopped the job after the plan")) != ZAP_OK)
         goto out;
-    if (go != ZAP_OK) {
-        s = (zap_status_t)go;
-        if (local == ZAP_OK)
-            zap_error("verify: job: another rank stopped the job after the plan: %s", zap_status_string(s));
-        goto out;
-    }
     const int fixed = (plan.flags & ZAP_BATCH_FLAG_FIXED_MSG) != 0;
     const int var_scatter = !fixed && plan.mode == ZAP_VERIFY_SCATTER;
     uint64_t first, count;
@@ -413,17 +419,8 @@ zap_status_t zap_verify_job(zap_comm_t *comm, const void *batch, size_t len, con
          * no copy); a rank that cannot get one says so before the transfer. */
         if (rank != root && plan.total_len > 0)
             local = zap_transport_alloc(t, (size_t)plan.total_len, &shard_buf);
-        int32_t ready = local;
-        s = zap_allreduce(comm, ZAP_IN_PLACE, &ready, 1, ZAP_DT_INT32, ZAP_OP_MIN);
-        if (s != ZAP_OK)
+        if ((s = agree_to_go(comm, local, "could not allocate its receive buffer")) != ZAP_OK)
             goto out;
-        if (ready != ZAP_OK) {
-            s = (zap_status_t)ready;
-            if (local == ZAP_OK)
-                zap_error("verify: job: another rank could not allocate its receive buffer: %s",
-                          zap_status_string(s));
-            goto out;
-        }
         if (rank == root) {
             /* The root has the batch: it verifies its shard while a helper
              * thread drives the broadcast (the communicator stays with one
