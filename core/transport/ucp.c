@@ -353,9 +353,23 @@ static void handle_failures(ucp_transport_t *u);
  * Returns whether the peer is now failed. Lock held. */
 static int fail_peer_now(ucp_transport_t *u, int peer, ucs_status_t s)
 {
-    if (mark_failed(u, peer, s))
-        handle_failures(u);
+    (void)mark_failed(u, peer, s);
+    /* Also when the peer was already marked: UCX may have run the endpoint's
+     * error callback inside the very call that failed (outside progress), and
+     * that failure is still unlogged and untold. */
+    handle_failures(u);
     return u->peers[peer].failed;
+}
+
+/* Before a request's PEER_FAILED reaches its caller: a failure marked by a
+ * completion that ran outside progress_locked (inside another UCX call) is
+ * logged and told now, not after the caller has perhaps left. */
+static void settle_failures(ucp_transport_t *u)
+{
+    spin_lock(&u->lock);
+    if (!u->torn_down)
+        handle_failures(u);
+    spin_unlock(&u->lock);
 }
 
 /* Once per transport, on the first failure: tells every live peer which rank
@@ -833,15 +847,18 @@ static zap_status_t ucp_progress(zap_transport_t *t)
 
 static zap_status_t ucp_test(zap_request_t *req)
 {
-    zap_status_t st = zap_request_status(req);
-    if (st != ZAP_INPROGRESS)
-        return st;
     ucp_transport_t *u = ucp_of(req->transport);
-    spin_lock(&u->lock);
-    if (!u->torn_down)
-        progress_locked(u);
-    spin_unlock(&u->lock);
-    return zap_request_status(req);
+    zap_status_t st = zap_request_status(req);
+    if (st == ZAP_INPROGRESS) {
+        spin_lock(&u->lock);
+        if (!u->torn_down)
+            progress_locked(u);
+        spin_unlock(&u->lock);
+        st = zap_request_status(req);
+    }
+    if (st == ZAP_ERR_PEER_FAILED)
+        settle_failures(u);
+    return st;
 }
 
 static zap_status_t ucp_wait(zap_request_t *req, double deadline)
@@ -856,9 +873,13 @@ static zap_status_t ucp_wait(zap_request_t *req, double deadline)
         spin_unlock(&u->lock);
         if ((++n & 31) == 0 && zap_clock_now() > deadline) {
             st = zap_request_status(req);
-            return st == ZAP_INPROGRESS ? ZAP_ERR_TIMED_OUT : st;
+            if (st == ZAP_INPROGRESS)
+                return ZAP_ERR_TIMED_OUT;
+            break;
         }
     }
+    if (st == ZAP_ERR_PEER_FAILED)
+        settle_failures(u);
     return st;
 }
 
