@@ -57,10 +57,10 @@ static const cfg_row_t rows[] = {
                               "touches them (auto and prefetch), or let them migrate one fault at a time "
                               "(none)."},
                              CFG_CHOICE, "auto|prefetch|none", 0, 0},
-    [ZAP_CFG_ALLREDUCE_ALG] = {{"ZAP_ALLREDUCE_ALG", "auto", "auto|rd|rabenseifner|ring|direct",
+    [ZAP_CFG_ALLREDUCE_ALG] = {{"ZAP_ALLREDUCE_ALG", "auto", "auto|rd|rabenseifner|ring|direct|shm",
                                 "Allreduce algorithm; auto chooses by message size and rank count "
                                 "(zap-info prints the table)."},
-                               CFG_CHOICE, "auto|rd|rabenseifner|ring|direct", 0, 0},
+                               CFG_CHOICE, "auto|rd|rabenseifner|ring|direct|shm", 0, 0},
     [ZAP_CFG_BCAST_ALG] = {{"ZAP_BCAST_ALG", "auto", "auto|binomial|scatter_allgather|chain|rd",
                             "Broadcast algorithm; auto chooses by message size and rank count."},
                            CFG_CHOICE, "auto|binomial|scatter_allgather|chain|rd", 0, 0},
@@ -95,6 +95,12 @@ static const cfg_row_t rows[] = {
                                      "Smallest allreduce or broadcast that takes the GPU path under "
                                      "ZAP_COLL_GPU_PATH=auto."},
                                     CFG_SIZE, NULL, 0, 1024 * GiB},
+    [ZAP_CFG_COLL_SHM] = {{"ZAP_COLL_SHM", "auto", "auto|off",
+                           "Communicators whose ranks are processes on one host: allreduces agree, and "
+                           "exchange vectors up to 4032 bytes, through a shared-memory segment instead of "
+                           "the transport (auto), or always use the transport (off). Off where any rank "
+                           "says off, and under ZAP_CHECKSUM=1."},
+                          CFG_CHOICE, "auto|off", 0, 0},
 };
 
 _Static_assert(sizeof(rows) / sizeof(rows[0]) == ZAP_CFG_COUNT, "one row per zap_cfg_id_t");

@@ -134,6 +134,15 @@ typedef struct zap_coll_rd {
     size_t stride;
     size_t flat_len[ZAP_COLL_FLAT_MAX_RANKS];
     zap_status_t flat_st[ZAP_COLL_FLAT_MAX_RANKS];
+    /* Shared-memory mode (allreduce_shm.c): the exchange's number in the
+     * communicator's segment, the ranks whose slots hold it, the payload's
+     * source (read when this rank's slot is free), the liveness clock. */
+    bool shm;
+    uint64_t shm_seq;
+    uint64_t shm_seen;
+    const void *shm_src;
+    unsigned shm_polls;
+    double shm_check_at;
 } zap_coll_rd_t;
 
 struct zap_coll_op {
@@ -148,6 +157,7 @@ struct zap_coll_op {
     zap_status_t local_error;   /* this rank's own argument error, reported after agreement */
     zap_mem_kind_t mem;         /* where the user buffers live (host, managed, device) */
     bool flat_agree;            /* the argument exchange is flat (allreduce_direct.c), not recursive doubling */
+    bool shm_agree;             /* the argument exchange is in shared memory (allreduce_shm.c) */
     int nreqs;
     zap_buf_t scratch;
     zap_buf_t scratch2;
@@ -179,7 +189,11 @@ struct zap_comm {
     zap_transport_t *unwrapped;  /* the transport under checksum_t */
     unsigned spins_before_yield; /* polls of a waiting operation before it yields the CPU */
     bool oversubscribed;         /* agreed at creation: some rank has more ranks than cores on its node */
+    struct zap_coll_shm *shm;    /* every rank on one host: the shared segment (coll/shm/shm.h), else NULL */
 };
+
+/* The transport rank of comm rank r (what log lines name). */
+static inline int zap_coll_transport_rank(const zap_comm_t *comm, int r) { return comm->ranks ? comm->ranks[r] : r; }
 
 /* --- comm.c ---------------------------------------------------------------- */
 /* Takes an operation from the free list and fills the common fields; its seq
@@ -241,6 +255,24 @@ zap_status_t zap_coll_rd_init_bcast(zap_coll_op_t *op, int phase, const void *da
 zap_status_t zap_coll_flat_setup(zap_coll_op_t *op, const void *data);
 zap_status_t zap_coll_flat_progress(zap_coll_op_t *op);
 zap_status_t zap_coll_rd_combine(zap_coll_op_t *op, bool in_is_lower);
+/* acc's min/max fields and lanes widened by in's (the header part of a
+ * combination). */
+void zap_coll_hdr_merge(zap_coll_hdr_t *acc, const zap_coll_hdr_t *in);
+/* The shared-memory exchange (allreduce_shm.c), used when op->shm_agree is
+ * set: setup takes the exchange's number (or keeps the one op reserved and
+ * has not published yet), progress publishes this rank's slot when it may
+ * and waits for the others. */
+zap_status_t zap_coll_shm_setup(zap_coll_op_t *op, bool reserved);
+zap_status_t zap_coll_shm_progress(zap_coll_op_t *op);
+/* An operation released before its shared-memory exchange completed. With
+ * wait (the caller freed it), one whose slot is published waits, at most
+ * ZAP_TIMEOUT, for the others' and the communicator goes on; otherwise (an
+ * error ended it, or it never published) the communicator's later exchanges
+ * fail with ZAP_ERR_CANCELED instead of waiting on a slot order that can no
+ * longer hold. */
+void zap_coll_shm_settle(zap_coll_op_t *op, bool wait);
+/* The first comm rank whose slot op still waits for, or -1. */
+int zap_coll_shm_first_missing(const zap_coll_op_t *op);
 zap_status_t zap_coll_rd_verdict(zap_coll_op_t *op);
 /* Advances it: ZAP_INPROGRESS, ZAP_OK (arguments agree), ZAP_ERR_MISMATCH
  * (logged once with the differing field) or a transport error. */
@@ -258,7 +290,7 @@ typedef struct zap_coll_alg {
 } zap_coll_alg_t;
 
 /* Allreduce algorithms, in ZAP_ALLREDUCE_ALG's order after "auto". */
-enum { ZAP_AR_RD, ZAP_AR_RABENSEIFNER, ZAP_AR_RING, ZAP_AR_DIRECT, ZAP_AR_NALGS };
+enum { ZAP_AR_RD, ZAP_AR_RABENSEIFNER, ZAP_AR_RING, ZAP_AR_DIRECT, ZAP_AR_SHM, ZAP_AR_NALGS };
 enum { ZAP_BC_BINOMIAL, ZAP_BC_SCATTER_ALLGATHER, ZAP_BC_CHAIN, ZAP_BC_RD, ZAP_BC_NALGS };
 
 /* A blocking recursive-doubling allreduce that ignores ZAP_ALLREDUCE_ALG
@@ -274,6 +306,9 @@ zap_status_t zap_allreduce_rd_init(zap_coll_op_t *op, const void *sendbuf, void 
 /* Needs op->flat_agree set (the exchange it rides is the flat one). */
 zap_status_t zap_allreduce_direct_init(zap_coll_op_t *op, const void *sendbuf, void *recvbuf, size_t count,
                                        zap_dtype_t dt, zap_op_t zop);
+/* Needs op->shm_agree set and count * size <= ZAP_COLL_SHM_PAYLOAD. */
+zap_status_t zap_allreduce_shm_init(zap_coll_op_t *op, const void *sendbuf, void *recvbuf, size_t count,
+                                    zap_dtype_t dt, zap_op_t zop);
 
 zap_status_t zap_bcast_binomial_init(zap_coll_op_t *op, void *buf, size_t bytes, int root);
 zap_status_t zap_bcast_scatter_allgather_init(zap_coll_op_t *op, void *buf, size_t bytes, int root);

@@ -13,6 +13,7 @@
  * operations, so callers use zap_request_test/wait/free on them as on
  * point-to-point requests. Not thread-safe: one thread drives a communicator. */
 #include "coll/coll_impl.h"
+#include "coll/shm/shm.h"
 #include "transport/checksum.h"
 #include "coll/reduce/reduce.h"
 #include "coll/patterns/patterns.h"
@@ -67,7 +68,6 @@ static unsigned spins_before_yield(void)
     return ZAP_COLL_SPINS_DEDICATED;
 }
 
-static int comm_to_transport_rank(const zap_comm_t *comm, int r) { return comm->ranks ? comm->ranks[r] : r; }
 
 static zap_comm_t *comm_alloc(zap_transport_t *t, int rank, int size, int *ranks)
 {
@@ -88,6 +88,7 @@ static zap_comm_t *comm_alloc(zap_transport_t *t, int rank, int size, int *ranks
 
 static void comm_free(zap_comm_t *c)
 {
+    zap_coll_shm_detach(c->shm);
     zap_coll_op_t *op = c->free_ops;
     while (op) {
         zap_coll_op_t *n = op->next;
@@ -120,6 +121,35 @@ static zap_status_t comm_agree_id(zap_comm_t *comm, zap_comm_t *over, uint32_t *
     return ZAP_OK;
 }
 
+/* The shared-memory segment (coll/shm/shm.h) is tried on communicators over
+ * the UCX transport, whose ranks are processes (inproc ranks are threads of
+ * one process and need none). Every rank of such a communicator runs the
+ * setup exchange, whatever it wishes; this is its wish. */
+static bool shm_pattern(const zap_comm_t *c)
+{
+    zap_transport_caps_t caps;
+    const zap_transport_t *base = c->unwrapped != NULL ? c->unwrapped : c->t;
+    return zap_transport_caps((zap_transport_t *)base, &caps) == ZAP_OK && strcmp(caps.name, "ucp") == 0;
+}
+
+static zap_status_t shm_setting(bool *want_p)
+{
+    int idx = 0;
+    zap_status_t st = zap_cfg_get_choice(ZAP_CFG_COLL_SHM, &idx);
+    if (st == ZAP_OK)
+        *want_p = idx == 0;
+    return st;
+}
+
+static zap_status_t comm_attach_shm(zap_comm_t *c, bool want)
+{
+    if (!shm_pattern(c) || c->size < 2)
+        return ZAP_OK;
+    /* Checksum mode exists to check payloads end to end; the segment would
+     * carry small ones past it. */
+    return zap_coll_shm_attach(c, want && c->checksum_t == NULL && !zap_transport_is_checksum(c->t), &c->shm);
+}
+
 zap_status_t zap_comm_create(zap_transport_t *t, zap_comm_t **comm_p)
 {
     if (t == NULL || comm_p == NULL)
@@ -127,6 +157,9 @@ zap_status_t zap_comm_create(zap_transport_t *t, zap_comm_t **comm_p)
     uint64_t checksum = 0;
     zap_status_t cst = zap_cfg_get_u64(ZAP_CFG_CHECKSUM, &checksum);
     if (cst != ZAP_OK)
+        return cst;
+    bool want_shm = false;
+    if ((cst = shm_setting(&want_shm)) != ZAP_OK)
         return cst;
     /* Checksum mode wraps the transport: every message of this communicator
      * (and of its splits) carries a CRC32C checked on receipt. */
@@ -157,6 +190,11 @@ zap_status_t zap_comm_create(zap_transport_t *t, zap_comm_t **comm_p)
     }
     c->id = id;
     c->seq = 0;
+    if ((st = comm_attach_shm(c, want_shm)) != ZAP_OK) {
+        comm_free(c);
+        zap_transport_close(wrapped);
+        return st;
+    }
     *comm_p = c;
     return ZAP_OK;
 }
@@ -165,6 +203,10 @@ zap_status_t zap_comm_split(zap_comm_t *comm, int color, int key, zap_comm_t **n
 {
     if (comm == NULL || newcomm_p == NULL || (color < 0 && color != ZAP_COMM_UNDEFINED))
         return ZAP_ERR_INVALID_PARAM;
+    bool want_shm = false;
+    zap_status_t sst = shm_setting(&want_shm);
+    if (sst != ZAP_OK)
+        return sst;
     int p = comm->size;
     int64_t *all = malloc(sizeof(int64_t) * 2 * (size_t)p);
     if (all == NULL)
@@ -204,7 +246,7 @@ zap_status_t zap_comm_split(zap_comm_t *comm, int color, int key, zap_comm_t **n
     for (int i = 0; i < n; i++) {
         if (members[i] == comm->rank)
             newrank = i;
-        members[i] = comm_to_transport_rank(comm, members[i]);
+        members[i] = zap_coll_transport_rank(comm, members[i]);
     }
     free(all);
     zap_comm_t *c = comm_alloc(comm->t, newrank, n, members);
@@ -215,6 +257,11 @@ zap_status_t zap_comm_split(zap_comm_t *comm, int color, int key, zap_comm_t **n
     zap_transport_base_init(&c->req_base, &coll_req_ops, newrank, n, NULL, false);
     c->id = id;
     c->oversubscribed = comm->oversubscribed; /* agreed over the parent's ranks just now */
+    c->checksum_t = NULL;
+    if ((st = comm_attach_shm(c, want_shm)) != ZAP_OK) {
+        comm_free(c);
+        return st;
+    }
     *newcomm_p = c;
     return ZAP_OK;
 }
@@ -244,6 +291,7 @@ void zap_comm_destroy(zap_comm_t *comm)
 
 int zap_comm_rank(const zap_comm_t *comm) { return comm ? comm->rank : -1; }
 int zap_comm_size(const zap_comm_t *comm) { return comm ? comm->size : -1; }
+int zap_comm_shared_memory(const zap_comm_t *comm) { return comm != NULL && comm->shm != NULL; }
 zap_transport_t *zap_comm_transport(const zap_comm_t *comm) { return comm ? comm->t : NULL; }
 
 /* --- operations ----------------------------------------------------------- */
@@ -263,6 +311,7 @@ zap_status_t zap_coll_op_get(zap_comm_t *comm, zap_coll_kind_t kind, int alg, za
      * and the algorithm state are initialised by whoever uses them. */
     memset(op, 0, offsetof(zap_coll_op_t, reqs));
     memset(&op->rd.buf, 0, sizeof(op->rd.buf));
+    op->rd.shm = false;
     op->next = NULL;
     op->active = false;
     zap_request_base_init(&op->req, &comm->req_base, ZAP_REQ_SEND, -1, 0);
@@ -293,6 +342,8 @@ static void op_release_resources(zap_coll_op_t *op)
 static void op_put(zap_coll_op_t *op)
 {
     zap_comm_t *comm = op->comm;
+    zap_coll_shm_settle(op, true); /* only if its shared-memory exchange did not finish */
+    op->rd.shm = false;
     op_release_resources(op);
     op->next = comm->free_ops;
     comm->free_ops = op;
@@ -328,6 +379,7 @@ static void op_advance(zap_coll_op_t *op)
     if (st != ZAP_INPROGRESS) {
         /* Done: give back the transport requests and scratch now, so a
          * completed request holds nothing but itself. */
+        zap_coll_shm_settle(op, false);
         op_release_resources(op);
         op->status = st;
         zap_request_complete(&op->req, st);
@@ -392,7 +444,13 @@ static zap_status_t timed_out(zap_coll_op_t *op)
 {
     zap_comm_t *comm = op->comm;
     zap_request_t *r = first_pending(op);
-    if (r != NULL)
+    int missing = zap_coll_shm_first_missing(op);
+    if (missing >= 0)
+        zap_error("coll: rank %d: collective (seq %llu, kind %d) timed out on communicator %u waiting for "
+                  "transport rank %d to reach it in shared memory",
+                  comm->rank, (unsigned long long)op->seq, (int)op->kind, comm->id,
+                  zap_coll_transport_rank(comm, missing));
+    else if (r != NULL)
         zap_error("coll: rank %d: collective (seq %llu, kind %d) timed out on communicator %u waiting for %s "
                   "transport rank %d",
                   comm->rank, (unsigned long long)op->seq, (int)op->kind, comm->id,
@@ -462,6 +520,8 @@ zap_status_t zap_coll_wait_free(zap_request_t *req)
     zap_status_t st = ((zap_coll_op_t *)req)->status;
     if (st == ZAP_INPROGRESS)
         st = coll_req_wait(req, 0);
+    if (st == ZAP_ERR_TIMED_OUT)
+        zap_coll_shm_settle((zap_coll_op_t *)req, false); /* the wait is over: no second ZAP_TIMEOUT in free */
     coll_req_free(req);
     return st;
 }
@@ -475,6 +535,8 @@ zap_status_t zap_coll_op_run(zap_coll_op_t *op)
     st = op->status;
     if (st == ZAP_INPROGRESS)
         st = coll_req_wait(req, 0);
+    if (st == ZAP_ERR_TIMED_OUT)
+        zap_coll_shm_settle(op, false);
     coll_req_free(req);
     return st;
 }
@@ -486,7 +548,7 @@ zap_status_t zap_coll_send(zap_coll_op_t *op, int peer, int phase, int step, con
     if (op->nreqs == ZAP_COLL_MAX_REQS)
         return ZAP_ERR_NO_RESOURCE;
     zap_request_t *r = NULL;
-    zap_status_t st = zap_transport_isend(op->comm->t, comm_to_transport_rank(op->comm, peer),
+    zap_status_t st = zap_transport_isend(op->comm->t, zap_coll_transport_rank(op->comm, peer),
                                           zap_coll_tag(op, phase, step), buf, len, &r);
     if (st != ZAP_OK)
         return st;
@@ -502,7 +564,7 @@ zap_status_t zap_coll_recv(zap_coll_op_t *op, int peer, int phase, int step, voi
     if (op->nreqs == ZAP_COLL_MAX_REQS)
         return ZAP_ERR_NO_RESOURCE;
     zap_request_t *r = NULL;
-    zap_status_t st = zap_transport_irecv(op->comm->t, comm_to_transport_rank(op->comm, peer),
+    zap_status_t st = zap_transport_irecv(op->comm->t, zap_coll_transport_rank(op->comm, peer),
                                           zap_coll_tag(op, phase, step), buf, cap, &r);
     if (st != ZAP_OK)
         return st;

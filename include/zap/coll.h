@@ -128,6 +128,13 @@ ZAP_API void zap_comm_destroy(zap_comm_t *comm);
 ZAP_API int zap_comm_rank(const zap_comm_t *comm);
 ZAP_API int zap_comm_size(const zap_comm_t *comm);
 ZAP_API zap_transport_t *zap_comm_transport(const zap_comm_t *comm);
+/* Whether comm's ranks share a host and exchange small allreduces (and every
+ * allreduce's argument agreement) through shared memory instead of the
+ * transport (ZAP_COLL_SHM, docs/collectives.md): 1, else 0 (also for NULL). */
+ZAP_API int zap_comm_shared_memory(const zap_comm_t *comm);
+/* The largest allreduce, in bytes, such a communicator carries in shared
+ * memory under ZAP_ALLREDUCE_ALG=auto. */
+#define ZAP_COLL_SHM_MAX_BYTES 4032
 
 /* --- collectives ---------------------------------------------------------- */
 /* Blocking forms return when this rank's part is complete (its buffers may be

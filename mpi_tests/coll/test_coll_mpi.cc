@@ -184,7 +184,7 @@ TEST_P(AllreduceMpi, LargeVectorMatchesMpiAllreduce)
     unsetenv("ZAP_ALLREDUCE_ALG");
 }
 
-INSTANTIATE_TEST_SUITE_P(Alg, AllreduceMpi, ::testing::Values("rd", "rabenseifner", "ring", "direct"));
+INSTANTIATE_TEST_SUITE_P(Alg, AllreduceMpi, ::testing::Values("auto", "rd", "rabenseifner", "ring", "direct", "shm"));
 
 class BcastMpi : public CollMpi, public ::testing::WithParamInterface<const char *> {};
 
@@ -338,6 +338,96 @@ TEST_F(CollMpi, DirectReportsMismatchesOnEveryRank)
         EXPECT_EQ(b, size) << alg;
     }
     unsetenv("ZAP_ALLREDUCE_ALG");
+}
+
+// The shared-memory allreduce (allreduce_shm.c): every rank of these runs is
+// on one host, so the communicator has the segment unless ZAP_COLL_SHM=off.
+// Its results are bit for bit those of the direct algorithm (both reduce the
+// p vectors in rank order) at every size it carries.
+TEST_F(CollMpi, SharedMemoryAllreduceMatchesDirectBitForBit)
+{
+    ASSERT_TRUE(zap_comm_shared_memory(comm_)) << "all ranks of this test run on one host";
+    int rank = MpiRank();
+    for (size_t count : {(size_t)1, (size_t)2, (size_t)333, (size_t)(ZAP_COLL_SHM_MAX_BYTES / 4)}) {
+        std::vector<float> in(count), a(count), b(count);
+        for (size_t i = 0; i < count; i++)
+            in[i] = (float)((double)(mix(rank * 1000003ull + i) % 2000001) / 997.0 - 1000.0);
+        setenv("ZAP_ALLREDUCE_ALG", "shm", 1);
+        ASSERT_EQ(zap_allreduce(comm_, in.data(), a.data(), count, ZAP_DT_FLOAT32, ZAP_OP_SUM), ZAP_OK) << count;
+        setenv("ZAP_ALLREDUCE_ALG", "direct", 1);
+        ASSERT_EQ(zap_allreduce(comm_, in.data(), b.data(), count, ZAP_DT_FLOAT32, ZAP_OP_SUM), ZAP_OK) << count;
+        unsetenv("ZAP_ALLREDUCE_ALG");
+        EXPECT_EQ(std::memcmp(a.data(), b.data(), count * 4), 0) << "count " << count;
+    }
+    // In place.
+    double v = rank + 0.25;
+    ASSERT_EQ(zap_allreduce(comm_, ZAP_IN_PLACE, &v, 1, ZAP_DT_FLOAT64, ZAP_OP_MAX), ZAP_OK);
+    EXPECT_EQ(v, MpiSize() - 1 + 0.25);
+}
+
+// Off on request: the same calls then go over the transport.
+TEST_F(CollMpi, SharedMemoryOffGivesATransportCommunicator)
+{
+    setenv("ZAP_COLL_SHM", "off", 1);
+    zap_comm_t *c = nullptr;
+    zap_status_t st = zap_comm_create(t_, &c);
+    unsetenv("ZAP_COLL_SHM");
+    ASSERT_EQ(st, ZAP_OK);
+    EXPECT_FALSE(zap_comm_shared_memory(c));
+    uint64_t bits = 1ull << MpiRank(), all = 0;
+    EXPECT_EQ(zap_allreduce(c, &bits, &all, 1, ZAP_DT_UINT64, ZAP_OP_BOR), ZAP_OK);
+    EXPECT_EQ(all, (1ull << MpiSize()) - 1);
+    zap_comm_destroy(c);
+    // A split of a shared communicator is shared too.
+    zap_comm_t *half = nullptr;
+    ASSERT_EQ(zap_comm_split(comm_, MpiRank() % 2, 0, &half), ZAP_OK);
+    EXPECT_EQ(zap_comm_shared_memory(half), zap_comm_size(half) > 1);
+    int32_t one = 1, n = 0;
+    EXPECT_EQ(zap_allreduce(half, &one, &n, 1, ZAP_DT_INT32, ZAP_OP_SUM), ZAP_OK);
+    EXPECT_EQ(n, zap_comm_size(half));
+    zap_comm_destroy(half);
+}
+
+// Many small allreduces outstanding at once: their exchanges go through the
+// two banks of slots in post order whatever order they are waited in; then a
+// request freed before completion does not break the communicator.
+TEST_F(CollMpi, SharedMemoryManyOutstandingAndFreedEarly)
+{
+    int rank = MpiRank(), size = MpiSize();
+    const int n = 40;
+    std::vector<uint64_t> in(n), out(n, 0);
+    std::vector<zap_request_t *> req(n);
+    for (int i = 0; i < n; i++) {
+        in[i] = (uint64_t)(rank + 1) * (uint64_t)(i + 1);
+        ASSERT_EQ(zap_iallreduce(comm_, &in[i], &out[i], 1, ZAP_DT_UINT64, ZAP_OP_SUM, &req[i]), ZAP_OK);
+    }
+    for (int i = n - 1; i >= 0; i--) {
+        EXPECT_EQ(zap_request_wait(req[i]), ZAP_OK) << i;
+        zap_request_free(req[i]);
+        EXPECT_EQ(out[i], (uint64_t)(i + 1) * (uint64_t)size * (uint64_t)(size + 1) / 2) << i;
+    }
+    uint64_t x = 1, y = 0;
+    zap_request_t *r = nullptr;
+    ASSERT_EQ(zap_iallreduce(comm_, &x, &y, 1, ZAP_DT_UINT64, ZAP_OP_SUM, &r), ZAP_OK);
+    zap_request_free(r); // before its wait: the free waits for the others' slots
+    int32_t a = rank, b = -1;
+    EXPECT_EQ(zap_allreduce(comm_, &a, &b, 1, ZAP_DT_INT32, ZAP_OP_MAX), ZAP_OK);
+    EXPECT_EQ(b, size - 1);
+}
+
+// Counts on both sides of the shared-memory size bound meet in one exchange:
+// every rank reports the mismatch, and the communicator works afterwards.
+TEST_F(CollMpi, SharedMemoryMismatchAcrossTheSizeBound)
+{
+    MpiExpectLog("differ");
+    int rank = MpiRank(), size = MpiSize();
+    std::vector<int32_t> in(100000, 1), out(100000);
+    size_t count = rank == size - 1 ? 100000 : 3;
+    EXPECT_EQ(zap_allreduce(comm_, in.data(), out.data(), count, ZAP_DT_INT32, ZAP_OP_SUM), ZAP_ERR_MISMATCH);
+    EXPECT_EQ(zap_allreduce(comm_, in.data(), out.data(), 3, rank == 0 ? ZAP_DT_UINT32 : ZAP_DT_INT32, ZAP_OP_SUM),
+              ZAP_ERR_MISMATCH);
+    EXPECT_EQ(zap_allreduce(comm_, in.data(), out.data(), 3, ZAP_DT_INT32, ZAP_OP_SUM), ZAP_OK);
+    EXPECT_EQ(out[2], size);
 }
 
 TEST(CommMpi, CreateMpiGivesAWorkingCommunicatorThatClosesItsTransport)

@@ -280,3 +280,20 @@ TEST(BadColl, AllreduceWithAClosedPeerIsPeerFailed)
     EXPECT_EQ(zap_allreduce(k.c[0], &x, &y, 1, ZAP_DT_INT64, ZAP_OP_SUM), ZAP_ERR_PEER_FAILED);
     EXPECT_EQ(zap_allreduce(k.c[1], &x, &y, 1, ZAP_DT_INT64, ZAP_OP_SUM), ZAP_ERR_CLOSED);
 }
+
+// A malformed ZAP_COLL_SHM fails the create call on the rank that reads it,
+// before any exchange, naming the variable; the transport is untouched.
+TEST(BadColl, CommCreateWithUnknownSharedMemorySettingIsInvalidParam)
+{
+    Ranks k(2);
+    LogCapture log;
+    zap_comm_t *c = nullptr;
+    {
+        ScopedEnv env("ZAP_COLL_SHM", "on");
+        EXPECT_EQ(zap_comm_create(k.t[0], &c), ZAP_ERR_INVALID_PARAM);
+    }
+    EXPECT_EQ(c, nullptr);
+    EXPECT_TRUE(log.contains("ZAP_COLL_SHM")) << log.all();
+    EXPECT_FALSE(zap_comm_shared_memory(k.c[0])) << "inproc ranks are threads: no segment";
+    k.expect_intact();
+}

@@ -99,6 +99,7 @@ TEST(BadEnv, VerifyThreadsAboveRangeIsReported) { expect_check_names("ZAP_VERIFY
 TEST(BadEnv, VerifierUnknownIsReported) { expect_check_names("ZAP_VERIFIER", "fpga"); }
 TEST(BadEnv, UcpStagingUnknownIsReported) { expect_check_names("ZAP_UCP_STAGING", "eager"); }
 TEST(BadEnv, GpuMinItemsNegativeIsReported) { expect_check_names("ZAP_GPU_MIN_ITEMS", "-1"); }
+TEST(BadEnv, CollShmUnknownIsReported) { expect_check_names("ZAP_COLL_SHM", "yes"); }
 
 TEST(BadEnv, UnknownZapVariableWarnsWithSuggestion)
 {

@@ -479,6 +479,9 @@ int perf_coll_main(int argc, char **argv)
                 measure(&c, iters, warmup, reps, &m);
             }
             const char *alg = o.alg ? o.alg : zap_coll_auto_algorithm(op == OP_ALLREDUCE ? "allreduce" : "bcast", bytes, g_size);
+            /* The shared-memory rule comes before the rows (ranks on one host). */
+            if (!o.alg && op == OP_ALLREDUCE && zap_comm_shared_memory(comm) && bytes <= ZAP_COLL_SHM_MAX_BYTES)
+                alg = "shm";
             if (gpu1 > gpu0)
                 alg = fb1 > fb0 ? "gpu+host" : "gpu"; /* peer copies over CUDA IPC; "+host": some fell back */
             double stage = 0, nccl_us = 0, nccl_busbw = 0;

@@ -12,6 +12,10 @@
  *   direct        every rank sends its vector to every other in one round
  *                 and reduces all p in rank order: 1 round, (p-1) n bytes
  *                 moved. Small vectors on few ranks.
+ *   shm           every rank writes its vector to a shared-memory slot and
+ *                 reduces all p in rank order: no message at all. Vectors up
+ *                 to ZAP_COLL_SHM_PAYLOAD bytes on communicators whose ranks
+ *                 share one host (ZAP_COLL_SHM).
  *
  * The automatic choice reads the selection rows below: the first row whose
  * rank range and byte range hold the call wins. The thresholds were measured
@@ -21,10 +25,13 @@
  * differently (different counts, different environments) report
  * ZAP_ERR_MISMATCH instead of running different algorithms. The direct
  * algorithm rides a flat argument exchange: the exchange pattern follows the
- * rank count and the setting alone (allreduce_direct.c explains why). */
+ * rank count and the setting alone (allreduce_direct.c explains why). On a
+ * communicator with a shared segment every allreduce under auto agrees in it
+ * (allreduce_shm.c), whatever its size; the shm rule comes before the rows. */
 #include "coll/coll_impl.h"
 #include "coll/reduce/reduce.h"
 #include "coll/selection.h"
+#include "coll/shm/shm.h"
 #include "coll/staging/stage.h"
 #include "base/config_table.h"
 #include "base/log.h"
@@ -38,6 +45,8 @@ const zap_coll_alg_t zap_allreduce_algs[ZAP_AR_NALGS] = {
     [ZAP_AR_RING] = {"ring", "ring reduce-scatter + ring allgather, pipelined", "large vectors"},
     [ZAP_AR_DIRECT] = {"direct", "one round: every rank sends its vector to every other, reduced in rank order",
                        "small vectors, few ranks"},
+    [ZAP_AR_SHM] = {"shm", "one shared-memory slot per rank, reduced in rank order; no messages",
+                    "small vectors, ranks on one host"},
 };
 
 /* First matching row wins. Bytes are count * datatype size. */
@@ -54,8 +63,10 @@ const zap_coll_selection_row_t zap_allreduce_rows[] = {
 };
 const size_t zap_allreduce_nrows = sizeof(zap_allreduce_rows) / sizeof(zap_allreduce_rows[0]);
 
-static int auto_alg(size_t bytes, int p)
+static int auto_alg(size_t bytes, int p, bool shm)
 {
+    if (shm && bytes <= ZAP_COLL_SHM_PAYLOAD)
+        return ZAP_AR_SHM;
     const char *name = zap_coll_select_row(zap_allreduce_rows, zap_allreduce_nrows, bytes, p);
     for (int a = 0; a < ZAP_AR_NALGS; a++)
         if (name != NULL && strcmp(name, zap_allreduce_algs[a].name) == 0)
@@ -114,15 +125,21 @@ static zap_status_t post(zap_comm_t *comm, const void *sendbuf, void *recvbuf, s
                 local = sst;
         }
     }
-    bool flat = flat_exchange(comm, idx);
-    int alg = idx == 0 ? (local == ZAP_OK ? auto_alg(count * esize, comm->size) : ZAP_AR_RD) : idx - 1;
+    /* Shared memory when the communicator has it, under auto or forced;
+     * forced without it, recursive doubling. */
+    bool shm = comm->shm != NULL && (idx == 0 || idx - 1 == ZAP_AR_SHM);
+    bool flat = !shm && flat_exchange(comm, idx);
+    int alg = idx == 0 ? (local == ZAP_OK ? auto_alg(count * esize, comm->size, shm) : ZAP_AR_RD) : idx - 1;
     if (alg == ZAP_AR_DIRECT && !flat)
         alg = ZAP_AR_RD; /* oversubscribed auto, or forced beyond ZAP_COLL_FLAT_MAX_RANKS: recursive doubling */
+    if (alg == ZAP_AR_SHM && (!shm || count * esize > ZAP_COLL_SHM_PAYLOAD))
+        alg = shm ? auto_alg(count * esize, comm->size, false) : ZAP_AR_RD;
     zap_coll_op_t *op = NULL;
     zap_status_t st = zap_coll_op_get(comm, ZAP_COLL_ALLREDUCE, local == ZAP_OK ? alg : 0xff, &op);
     if (st != ZAP_OK)
         return st;
     op->flat_agree = flat;
+    op->shm_agree = shm;
     if (local != ZAP_OK) {
         /* Take part in the argument exchange with the header marked bad, so
          * the other ranks learn of it instead of waiting. */
@@ -133,13 +150,14 @@ static zap_status_t post(zap_comm_t *comm, const void *sendbuf, void *recvbuf, s
         op->mem = zap_coll_mem_kind(comm, recvbuf, count * esize);
         /* GPU-resident path (staging/stage.h); not under direct, whose
          * header rides its data like rd's. */
-        bool staged = alg != ZAP_AR_DIRECT && zap_stage_wanted(op, count * esize);
+        bool staged = alg != ZAP_AR_DIRECT && alg != ZAP_AR_SHM && zap_stage_wanted(op, count * esize);
         zap_coll_hdr_init(op, count, dt, zop, -1, 0, false);
         switch (staged ? -1 : alg) {
         case -1: st = zap_stage_allreduce_init(op, src, recvbuf, count, dt, zop, alg); break;
         case ZAP_AR_RABENSEIFNER: st = zap_allreduce_rabenseifner_init(op, src, recvbuf, count, dt, zop); break;
         case ZAP_AR_RING: st = zap_allreduce_ring_init(op, src, recvbuf, count, dt, zop); break;
         case ZAP_AR_DIRECT: st = zap_allreduce_direct_init(op, src, recvbuf, count, dt, zop); break;
+        case ZAP_AR_SHM: st = zap_allreduce_shm_init(op, src, recvbuf, count, dt, zop); break;
         default: st = zap_allreduce_rd_init(op, src, recvbuf, count, dt, zop); break;
         }
     }

@@ -58,6 +58,9 @@ static zap_status_t rd_setup(zap_coll_op_t *op, int phase, const void *data, siz
     /* Field by field: the engine runs once per collective and a memset of
      * the struct showed in the small-allreduce profile. */
     zap_coll_rd_release(op); /* a second exchange on one operation (scatterv's status) */
+    /* A shared-memory exchange set up but not yet published (a local failure
+     * after the setup turns the call into a bad header) keeps its number. */
+    bool shm_reserved = rd->shm && rd->state == RD_START;
     rd->state = RD_START;
     rd->newrank = 0;
     rd->mask = 0;
@@ -77,7 +80,8 @@ static zap_status_t rd_setup(zap_coll_op_t *op, int phase, const void *data, siz
     size_t stride = (rd->msg_bytes + 63) & ~(size_t)63;
     rd->stride = stride;
     rd->flat = op->flat_agree && root < 0;
-    size_t slots = rd->flat ? (size_t)op->comm->size : 2;
+    rd->shm = op->shm_agree && root < 0;
+    size_t slots = rd->flat ? (size_t)op->comm->size : rd->shm ? 1 : 2;
     bool host = op->mem != ZAP_MEM_DEVICE && op->mem != ZAP_MEM_MANAGED;
     if ((count == 0 || host) && slots * stride <= ZAP_COLL_RD_INLINE_BYTES) {
         rd->acc = (zap_coll_hdr_t *)rd->inline_area;
@@ -88,6 +92,10 @@ static zap_status_t rd_setup(zap_coll_op_t *op, int phase, const void *data, siz
         rd->acc = rd->buf.ptr;
     }
     rd->in = (zap_coll_hdr_t *)((char *)rd->acc + stride);
+    if (rd->shm) {
+        rd->shm_src = data;
+        return zap_coll_shm_setup(op, shm_reserved);
+    }
     if (rd->flat)
         return zap_coll_flat_setup(op, data);
     if (count > 0 && (root < 0 || root == op->comm->rank))
@@ -115,19 +123,8 @@ void zap_coll_rd_release(zap_coll_op_t *op)
 
 void *zap_coll_rd_result(zap_coll_op_t *op) { return hdr_data(op->rd.acc); }
 
-/* acc = lo op hi, where acc is one of them and the other is the received
- * message; a malformed message only marks the header bad. */
-zap_status_t zap_coll_rd_combine(zap_coll_op_t *op, bool in_is_lower)
+void zap_coll_hdr_merge(zap_coll_hdr_t *acc, const zap_coll_hdr_t *in)
 {
-    zap_coll_rd_t *rd = &op->rd;
-    if (rd->in_st != ZAP_OK || rd->in_len != rd->expect) {
-        if (rd->in_st != ZAP_OK && rd->in_st != ZAP_ERR_TRUNCATED)
-            return rd->in_st;
-        zap_coll_hdr_set_bad(rd->acc);
-        return ZAP_OK;
-    }
-    zap_coll_hdr_t *acc = rd->acc;
-    const zap_coll_hdr_t *in = rd->in;
     for (int f = 0; f < ZAP_HDR_LANES; f++) {
         if (in->min[f] < acc->min[f])
             acc->min[f] = in->min[f];
@@ -147,6 +144,20 @@ zap_status_t zap_coll_rd_combine(zap_coll_op_t *op, bool in_is_lower)
         acc->min[ZAP_HDR_LANES] = lo;
         acc->max[ZAP_HDR_LANES] = hi;
     }
+}
+
+/* acc = lo op hi, where acc is one of them and the other is the received
+ * message; a malformed message only marks the header bad. */
+zap_status_t zap_coll_rd_combine(zap_coll_op_t *op, bool in_is_lower)
+{
+    zap_coll_rd_t *rd = &op->rd;
+    if (rd->in_st != ZAP_OK || rd->in_len != rd->expect) {
+        if (rd->in_st != ZAP_OK && rd->in_st != ZAP_ERR_TRUNCATED)
+            return rd->in_st;
+        zap_coll_hdr_set_bad(rd->acc);
+        return ZAP_OK;
+    }
+    zap_coll_hdr_merge(rd->acc, rd->in);
     if (rd->count == 0 || lane(rd->acc->max[ZAP_HDR_LANES], ZAP_LANE_BAD) != 0)
         return ZAP_OK;
     if (rd->root >= 0) { /* broadcast: take the data if the partner's side holds it */
@@ -196,6 +207,8 @@ zap_status_t zap_coll_rd_progress(zap_coll_op_t *op)
     int p = op->comm->size, rank = op->comm->rank;
     int pof2 = zap_pat_pof2(p), rem = p - pof2;
     zap_status_t st;
+    if (rd->shm)
+        return zap_coll_shm_progress(op);
     if (rd->flat)
         return zap_coll_flat_progress(op);
     for (;;) {
@@ -326,16 +339,18 @@ static zap_status_t rd_allreduce_finish(zap_coll_op_t *op)
     return ZAP_OK;
 }
 
-/* After a flat header agreement (allreduce_direct.c: the pattern every
- * allreduce on this rank count uses under auto) the vector gets its own
- * recursive-doubling exchange in phase 1: one round more than rd alone,
- * chosen where the selection puts rd above direct's size bound. */
+/* After a flat or shared-memory header agreement (allreduce_direct.c,
+ * allreduce_shm.c: the pattern every allreduce on this communicator uses
+ * under auto) the vector gets its own recursive-doubling exchange in phase 1:
+ * one round more than rd alone, chosen where the selection puts rd above the
+ * one-round algorithm's size bound. */
 static zap_status_t rd_after_flat(zap_coll_op_t *op)
 {
     rd_allreduce_t *s = (rd_allreduce_t *)op->alg_state;
     zap_status_t st;
     if (!s->exchanging) {
         op->flat_agree = false;
+        op->shm_agree = false;
         if ((st = zap_coll_rd_init(op, 1, s->sendbuf, s->count, s->dt, s->op)) != ZAP_OK)
             return st;
         s->exchanging = true;
@@ -355,7 +370,7 @@ zap_status_t zap_allreduce_rd_init(zap_coll_op_t *op, const void *sendbuf, void 
     s->dt = dt;
     s->op = zop;
     s->exchanging = false;
-    bool flat = op->flat_agree && op->comm->size > 1;
+    bool flat = (op->flat_agree || op->shm_agree) && op->comm->size > 1;
     zap_status_t st = zap_coll_rd_init(op, 0, sendbuf, flat ? 0 : count, dt, zop);
     if (st != ZAP_OK)
         return st;

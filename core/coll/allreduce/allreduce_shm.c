@@ -1,0 +1,224 @@
+/* Shared-memory allreduce: for communicators whose ranks are processes on one
+ * host (the segment and its layout: coll/shm/shm.h). One round with no
+ * messages: each rank writes its argument words and, for vectors up to
+ * ZAP_COLL_SHM_PAYLOAD bytes, its vector into its own slot, waits until every
+ * other rank's slot holds the same exchange, merges the p headers and reduces
+ * the p vectors in rank order ((c0 op c1) op c2) ... op c(p-1), as the direct
+ * algorithm does: every rank computes the same expression on the same
+ * operands and holds identical bytes.
+ *
+ * This is also the argument agreement of every allreduce on such a
+ * communicator under ZAP_ALLREDUCE_ALG=auto (allreduce_rd.c's engine with
+ * op->shm_agree set): larger vectors agree here with the header alone and
+ * then run their own algorithm over the transport. Whether a call agrees in
+ * shared memory depends only on the communicator (agreed when it was made)
+ * and the setting, never on the arguments, so ranks that pass different
+ * counts still meet in one exchange and all report ZAP_ERR_MISMATCH.
+ *
+ * A peer that dies while others wait for its slot is seen by its pid (a
+ * system call every few milliseconds of waiting) and named at once; one that
+ * is alive but never arrives ends the wait after ZAP_TIMEOUT (comm.c names
+ * it). Cost at 8 bytes: one cache line written, p - 1 read. */
+#include "coll/coll_impl.h"
+#include "coll/reduce/reduce.h"
+#include "coll/shm/shm.h"
+#include "base/log.h"
+#include <string.h>
+
+/* How often a waiting rank looks for dead peers. */
+#define SHM_LIVENESS_PERIOD 0.002
+#define SHM_POLLS_PER_CLOCK 64
+
+static void words_to_hdr(const uint64_t *w, zap_coll_hdr_t *h)
+{
+    for (int f = 0; f < ZAP_HDR_NWORDS; f++)
+        h->min[f] = h->max[f] = w[f];
+}
+
+static bool hdr_agreed(const zap_coll_hdr_t *h)
+{
+    for (int f = 0; f < ZAP_HDR_NWORDS; f++)
+        if (h->min[f] != h->max[f])
+            return false;
+    return ((h->max[ZAP_HDR_LANES] >> (8 * ZAP_LANE_BAD)) & 0xff) == 0;
+}
+
+zap_status_t zap_coll_shm_setup(zap_coll_op_t *op, bool reserved)
+{
+    zap_coll_shm_t *s = op->comm->shm;
+    zap_coll_rd_t *rd = &op->rd;
+    if (!reserved)
+        rd->shm_seq = ++s->next;
+    rd->shm_seen = 0;
+    rd->shm_polls = 0;
+    rd->shm_check_at = 0;
+    return ZAP_OK;
+}
+
+/* This rank's contribution, once its previous exchange is read through. */
+static void publish(zap_coll_op_t *op, zap_coll_shm_t *s)
+{
+    zap_coll_rd_t *rd = &op->rd;
+    zap_coll_shm_slot_t *own = zap_coll_shm_slot(s, rd->shm_seq, s->rank);
+    for (int f = 0; f < ZAP_HDR_NWORDS; f++)
+        own->words[f] = op->hdr_own.min[f];
+    if (rd->count > 0)
+        zap_coll_copy(op, own->payload, rd->shm_src, rd->count * zap_dtype_size(rd->dt));
+    atomic_store_explicit(&own->seq, rd->shm_seq, memory_order_release);
+    rd->shm_seen = UINT64_C(1) << s->rank;
+}
+
+/* Names the first rank still missing whose process is gone. */
+static zap_status_t check_liveness(zap_coll_op_t *op, zap_coll_shm_t *s)
+{
+    zap_coll_rd_t *rd = &op->rd;
+    for (int q = 0; q < s->size; q++) {
+        if ((rd->shm_seen >> q) & 1 || !zap_coll_shm_peer_dead(s, q))
+            continue;
+        zap_error("coll: rank %d: peer rank %d (pid %d) failed: its process is gone (shared-memory allreduce on "
+                  "communicator %u, sequence %llu)",
+                  op->comm->rank, zap_coll_transport_rank(op->comm, q), (int)s->pids[q], op->comm->id,
+                  (unsigned long long)op->seq);
+        return ZAP_ERR_PEER_FAILED;
+    }
+    return ZAP_OK;
+}
+
+/* Polls until every slot holds this exchange: ZAP_OK, ZAP_INPROGRESS (not
+ * yet), or a peer's death (named). */
+static zap_status_t gather_slots(zap_coll_op_t *op, zap_coll_shm_t *s)
+{
+    zap_coll_rd_t *rd = &op->rd;
+    int p = s->size;
+    uint64_t all = p == 64 ? ~UINT64_C(0) : (UINT64_C(1) << p) - 1;
+    for (int q = 0; q < p && rd->shm_seen != all; q++) {
+        if ((rd->shm_seen >> q) & 1)
+            continue;
+        const zap_coll_shm_slot_t *in = zap_coll_shm_slot(s, rd->shm_seq, q);
+        if (atomic_load_explicit(&in->seq, memory_order_acquire) == rd->shm_seq)
+            rd->shm_seen |= UINT64_C(1) << q;
+    }
+    if (rd->shm_seen == all)
+        return ZAP_OK;
+    if (++rd->shm_polls % SHM_POLLS_PER_CLOCK == 0) {
+        double now = zap_clock_now();
+        if (rd->shm_check_at == 0) {
+            rd->shm_check_at = now + SHM_LIVENESS_PERIOD;
+        } else if (now >= rd->shm_check_at) {
+            rd->shm_check_at = now + SHM_LIVENESS_PERIOD;
+            zap_status_t st = check_liveness(op, s);
+            if (st != ZAP_OK)
+                return st;
+        }
+    }
+    return ZAP_INPROGRESS;
+}
+
+zap_status_t zap_coll_shm_progress(zap_coll_op_t *op)
+{
+    zap_coll_shm_t *s = op->comm->shm;
+    zap_coll_rd_t *rd = &op->rd;
+    int p = s->size;
+    if (rd->state == RD_DONE)
+        return zap_coll_rd_verdict(op);
+    if (rd->state == RD_START) {
+        if (s->abandoned) {
+            zap_error("coll: rank %d: an earlier shared-memory allreduce on communicator %u ended without completing "
+                      "(an error, or its request freed early); later ones cannot run",
+                      op->comm->rank, op->comm->id);
+            return ZAP_ERR_CANCELED;
+        }
+        if (s->done + 1 != rd->shm_seq)
+            return ZAP_INPROGRESS; /* an earlier exchange of this rank is still being read */
+        publish(op, s);
+        rd->state = RD_STEP_WAIT;
+    }
+    zap_status_t st = gather_slots(op, s);
+    if (st != ZAP_OK)
+        return st;
+    /* Every slot holds this exchange: merge the headers, then (arguments
+     * agreed) reduce the vectors in rank order into the result area. */
+    zap_coll_hdr_t h;
+    for (int q = 0; q < p; q++) {
+        const zap_coll_shm_slot_t *in = zap_coll_shm_slot(s, rd->shm_seq, q);
+        words_to_hdr(in->words, &h);
+        if (q == 0)
+            *rd->acc = h;
+        else
+            zap_coll_hdr_merge(rd->acc, &h);
+    }
+    if (rd->count > 0 && hdr_agreed(rd->acc)) {
+        size_t bytes = rd->count * zap_dtype_size(rd->dt);
+        unsigned char *dst = (unsigned char *)rd->acc + sizeof(zap_coll_hdr_t);
+        memcpy(dst, zap_coll_shm_slot(s, rd->shm_seq, 0)->payload, bytes);
+        for (int q = 1; q < p; q++)
+            zap_reduce_cpu(rd->dt, rd->op, dst, dst, zap_coll_shm_slot(s, rd->shm_seq, q)->payload, rd->count);
+    }
+    s->done = rd->shm_seq;
+    rd->state = RD_DONE;
+    return zap_coll_rd_verdict(op);
+}
+
+void zap_coll_shm_settle(zap_coll_op_t *op, bool wait)
+{
+    zap_coll_shm_t *s = op->comm->shm;
+    zap_coll_rd_t *rd = &op->rd;
+    if (s == NULL || !rd->shm || rd->shm_seq <= s->done)
+        return;
+    /* Freed by the caller once published: the others read this rank's slot
+     * anyway; wait for theirs so the order of exchanges holds and the
+     * communicator stays usable. Not published (an earlier exchange of this
+     * rank still open), or ended by an error: later exchanges fail. */
+    if (wait && rd->state == RD_STEP_WAIT && !s->abandoned) {
+        double deadline = zap_clock_now() + zap_timeout_seconds();
+        zap_status_t st;
+        unsigned n = 0;
+        while ((st = gather_slots(op, s)) == ZAP_INPROGRESS && !((++n & 1023) == 0 && zap_clock_now() > deadline))
+            ;
+        if (st == ZAP_OK) {
+            s->done = rd->shm_seq;
+            rd->state = RD_DONE;
+            return;
+        }
+    }
+    s->abandoned = true;
+}
+int zap_coll_shm_first_missing(const zap_coll_op_t *op)
+{
+    const zap_coll_shm_t *s = op->comm->shm;
+    if (s == NULL || !op->rd.shm || !op->agreeing || op->rd.state != RD_STEP_WAIT)
+        return -1;
+    for (int q = 0; q < s->size; q++)
+        if (!((op->rd.shm_seen >> q) & 1))
+            return q;
+    return -1;
+}
+
+/* --- the allreduce -------------------------------------------------------- */
+
+typedef struct shm_allreduce {
+    void *recvbuf;
+    size_t bytes;
+} shm_allreduce_t;
+_Static_assert(sizeof(shm_allreduce_t) <= ZAP_COLL_ALG_STATE_BYTES, "state too large");
+
+static zap_status_t shm_finish(zap_coll_op_t *op)
+{
+    shm_allreduce_t *a = (shm_allreduce_t *)op->alg_state;
+    zap_coll_copy(op, a->recvbuf, zap_coll_rd_result(op), a->bytes);
+    return ZAP_OK;
+}
+
+zap_status_t zap_allreduce_shm_init(zap_coll_op_t *op, const void *sendbuf, void *recvbuf, size_t count,
+                                    zap_dtype_t dt, zap_op_t zop)
+{
+    shm_allreduce_t *a = (shm_allreduce_t *)op->alg_state;
+    a->recvbuf = recvbuf;
+    a->bytes = count * zap_dtype_size(dt);
+    zap_status_t st = zap_coll_rd_init(op, 0, sendbuf, count, dt, zop);
+    if (st != ZAP_OK)
+        return st;
+    op->agreeing = true;
+    op->progress = shm_finish;
+    return ZAP_OK;
+}

@@ -1,0 +1,189 @@
+/* The shared-memory segment of a communicator whose ranks share a host
+ * (shm.h). Made by rank 0 under a random name, mapped by the others, unlinked
+ * as soon as every rank has mapped it (or failed to), so nothing is left in
+ * /dev/shm by a job that dies later. */
+#define _GNU_SOURCE
+#include "coll/shm/shm.h"
+#include "coll/coll_impl.h"
+#include "base/log.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define SHM_MAGIC UINT64_C(0x7a61702d73686d31) /* "zap-shm1" */
+
+typedef struct seg_head {
+    uint64_t magic;
+    uint64_t token;
+    int32_t size;
+    pid_t pids[ZAP_COLL_SHM_MAX_RANKS];
+} seg_head_t;
+_Static_assert(sizeof(seg_head_t) <= ZAP_COLL_SHM_SLOT_BYTES, "the head fits its page");
+_Static_assert(offsetof(zap_coll_shm_slot_t, payload) + ZAP_COLL_SHM_PAYLOAD <= ZAP_COLL_SHM_SLOT_BYTES,
+               "a slot holds its payload");
+_Static_assert(ZAP_COLL_SHM_PAYLOAD + sizeof(zap_coll_hdr_t) <= ZAP_COLL_RD_INLINE_BYTES,
+               "the result fits the exchange's inline area");
+
+/* What rank 0 tells the others: the name and the token it wrote. */
+typedef struct seg_ref {
+    char name[48]; /* "" when rank 0 has no segment */
+    uint64_t token;
+} seg_ref_t;
+
+static size_t seg_bytes(int p) { return (size_t)ZAP_COLL_SHM_SLOT_BYTES * (1 + 2 * (size_t)p); }
+
+static void *map_fd(int fd, size_t bytes)
+{
+    void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    return m == MAP_FAILED ? NULL : m;
+}
+
+/* Rank 0: a fresh segment, zeroed (every slot's sequence number 0). */
+static void *create(int p, seg_ref_t *ref)
+{
+    uint64_t token = 0;
+    if (getrandom(&token, sizeof(token), 0) != (ssize_t)sizeof(token))
+        return NULL;
+    snprintf(ref->name, sizeof(ref->name), "/zap-coll-%d-%016llx", (int)getpid(), (unsigned long long)token);
+    int fd = shm_open(ref->name, O_RDWR | O_CREAT | O_EXCL, 0600);
+    if (fd < 0) {
+        zap_info("coll: shared memory for collectives not available (shm_open %s: %s)", ref->name, strerror(errno));
+        ref->name[0] = '\0';
+        return NULL;
+    }
+    void *m = NULL;
+    if (ftruncate(fd, (off_t)seg_bytes(p)) == 0)
+        m = map_fd(fd, seg_bytes(p));
+    else
+        zap_info("coll: shared memory for collectives not available (%zu bytes: %s)", seg_bytes(p), strerror(errno));
+    close(fd);
+    if (m == NULL) {
+        shm_unlink(ref->name);
+        ref->name[0] = '\0';
+        return NULL;
+    }
+    seg_head_t *h = m;
+    h->token = token;
+    h->size = p;
+    h->magic = SHM_MAGIC;
+    ref->token = token;
+    return m;
+}
+
+/* Another rank: rank 0's segment if this rank sees it (same host) and it is
+ * the one rank 0 made (magic, token and size). */
+static void *open_ref(int p, const seg_ref_t *ref)
+{
+    if (ref->name[0] != '/' || memchr(ref->name, '\0', sizeof(ref->name)) == NULL)
+        return NULL;
+    int fd = shm_open(ref->name, O_RDWR, 0);
+    if (fd < 0)
+        return NULL; /* another host: the usual case, not an error */
+    struct stat sb;
+    void *m = NULL;
+    if (fstat(fd, &sb) == 0 && (size_t)sb.st_size == seg_bytes(p))
+        m = map_fd(fd, seg_bytes(p));
+    close(fd);
+    const seg_head_t *h = m;
+    if (m != NULL && (h->magic != SHM_MAGIC || h->token != ref->token || h->size != p)) {
+        munmap(m, seg_bytes(p));
+        m = NULL;
+    }
+    return m;
+}
+
+static bool alive(pid_t pid)
+{
+    return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
+}
+
+zap_status_t zap_coll_shm_attach(zap_comm_t *comm, bool want, zap_coll_shm_t **shm_p)
+{
+    int p = comm->size, r = comm->rank;
+    *shm_p = NULL;
+    want = want && p >= 2 && p <= ZAP_COLL_SHM_MAX_RANKS;
+    seg_ref_t ref;
+    memset(&ref, 0, sizeof(ref));
+    void *m = NULL;
+    if (r == 0 && want)
+        m = create(p, &ref);
+    zap_status_t st = zap_bcast(comm, &ref, sizeof(ref), ZAP_DT_UINT8, 0);
+    if (st != ZAP_OK)
+        goto fail;
+    if (r != 0 && want)
+        m = open_ref(p, &ref);
+    if (m != NULL)
+        ((seg_head_t *)m)->pids[r] = getpid();
+    /* Everyone has mapped the segment or given up: the name can go. */
+    int32_t ok = m != NULL, all = 0;
+    st = zap_coll_allreduce_rd(comm, &ok, &all, 1, ZAP_DT_INT32, ZAP_OP_MIN);
+    if (r == 0 && ref.name[0] != '\0')
+        shm_unlink(ref.name);
+    if (st != ZAP_OK)
+        goto fail;
+    /* Every rank's pid is in place now; a rank that cannot see one (another
+     * pid namespace) could not tell a dead peer from a live one. */
+    ok = all;
+    const seg_head_t *h = m;
+    for (int q = 0; ok && q < p; q++)
+        ok = alive(h->pids[q]);
+    st = zap_coll_allreduce_rd(comm, &ok, &all, 1, ZAP_DT_INT32, ZAP_OP_MIN);
+    if (st != ZAP_OK || !all)
+        goto fail;
+    zap_coll_shm_t *s = calloc(1, sizeof(*s));
+    if (s == NULL) {
+        /* The others go ahead with the segment; this rank cannot: the
+         * communicator is unusable. */
+        st = ZAP_ERR_NO_MEMORY;
+        goto fail;
+    }
+    s->base = m;
+    s->bytes = seg_bytes(p);
+    s->rank = r;
+    s->size = p;
+    s->pids = h->pids;
+    *shm_p = s;
+    zap_debug("coll: rank %d: communicator %u exchanges small allreduces in shared memory (%d ranks)", r, comm->id,
+              p);
+    return ZAP_OK;
+fail:
+    if (m != NULL)
+        munmap(m, seg_bytes(p));
+    return st;
+}
+
+void zap_coll_shm_detach(zap_coll_shm_t *shm)
+{
+    if (shm == NULL)
+        return;
+    munmap(shm->base, shm->bytes);
+    free(shm);
+}
+
+bool zap_coll_shm_peer_dead(const zap_coll_shm_t *shm, int q)
+{
+    pid_t pid = shm->pids[q];
+    if (!alive(pid))
+        return true;
+    /* A killed process stays a zombie until its parent reaps it, and kill()
+     * still finds it. */
+    char path[40], buf[96];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
+        return false;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return false;
+    buf[n] = '\0';
+    const char *rp = strrchr(buf, ')'); /* the command name may hold spaces and parentheses */
+    return rp != NULL && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X');
+}
