@@ -156,6 +156,10 @@ zap_status_t zap_coll_shm_progress(zap_coll_op_t *op)
     }
     s->done = rd->shm_seq;
     rd->state = RD_DONE;
+    /* Agreement happens once per call: an algorithm that sets up the engine
+     * again afterwards (the GPU path falling back to rabenseifner or ring)
+     * must not take a second exchange number it would never publish. */
+    op->shm_agree = false;
     return zap_coll_rd_verdict(op);
 }
 
