@@ -97,10 +97,16 @@ static const cfg_row_t rows[] = {
                                     CFG_SIZE, NULL, 0, 1024 * GiB},
     [ZAP_CFG_COLL_SHM] = {{"ZAP_COLL_SHM", "auto", "auto|off",
                            "Communicators whose ranks are processes on one host: allreduces agree, and "
-                           "exchange vectors up to 4032 bytes, through a shared-memory segment instead of "
-                           "the transport (auto), or always use the transport (off). Off where any rank "
-                           "says off, and under ZAP_CHECKSUM=1."},
+                           "exchange vectors up to ZAP_COLL_SHM_LARGE_BYTES, through a shared-memory segment "
+                           "instead of the transport (auto), or always use the transport (off). Off where "
+                           "any rank says off, and under ZAP_CHECKSUM=1."},
                           CFG_CHOICE, "auto|off", 0, 0},
+    [ZAP_CFG_COLL_SHM_LARGE_BYTES] = {{"ZAP_COLL_SHM_LARGE_BYTES", "4M", "bytes, 0 to 64M",
+                                       "Largest allreduce the shared-memory segment carries (ranks on one "
+                                       "host); each communicator reserves this per rank plus one more in "
+                                       "/dev/shm, at most 64M in all (fewer bytes on many ranks). 0: vectors "
+                                       "up to 4032 bytes only. Rank 0's value holds for all."},
+                                      CFG_SIZE, NULL, 0, 64 * MiB},
 };
 
 _Static_assert(sizeof(rows) / sizeof(rows[0]) == ZAP_CFG_COUNT, "one row per zap_cfg_id_t");

@@ -95,6 +95,14 @@ typedef enum zap_coll_kind {
 typedef struct zap_coll_op zap_coll_op_t;
 typedef zap_status_t (*zap_coll_progress_fn)(zap_coll_op_t *op);
 
+/* A wait for every rank's flag in the shared segment (allreduce_shm.c): the
+ * ranks seen so far, and the liveness clock. */
+typedef struct zap_coll_shm_wait {
+    uint64_t seen;  /* bit q: rank q's flag holds the sequence number */
+    unsigned polls;
+    double check_at;
+} zap_coll_shm_wait_t;
+
 /* The recursive-doubling engine (allreduce_rd.c): header always, payload
  * optional. Used for argument agreement and as the small allreduce. */
 typedef enum rd_state {
@@ -139,10 +147,8 @@ typedef struct zap_coll_rd {
      * source (read when this rank's slot is free), the liveness clock. */
     bool shm;
     uint64_t shm_seq;
-    uint64_t shm_seen;
     const void *shm_src;
-    unsigned shm_polls;
-    double shm_check_at;
+    zap_coll_shm_wait_t shm_wait;
 } zap_coll_rd_t;
 
 struct zap_coll_op {
@@ -158,6 +164,9 @@ struct zap_coll_op {
     zap_mem_kind_t mem;         /* where the user buffers live (host, managed, device) */
     bool flat_agree;            /* the argument exchange is flat (allreduce_direct.c), not recursive doubling */
     bool shm_agree;             /* the argument exchange is in shared memory (allreduce_shm.c) */
+    uint64_t shm_big_seq;       /* its large shared-memory exchange (allreduce_shm_large.c), 0: none */
+    bool discard;               /* freed while pending: finish the shared-memory steps, write no result */
+    bool timed_out;             /* a blocking wait on it gave up */
     int nreqs;
     zap_buf_t scratch;
     zap_buf_t scratch2;
@@ -264,15 +273,23 @@ void zap_coll_hdr_merge(zap_coll_hdr_t *acc, const zap_coll_hdr_t *in);
  * and waits for the others. */
 zap_status_t zap_coll_shm_setup(zap_coll_op_t *op, bool reserved);
 zap_status_t zap_coll_shm_progress(zap_coll_op_t *op);
-/* An operation released before its shared-memory exchange completed. With
- * wait (the caller freed it), one whose slot is published waits, at most
- * ZAP_TIMEOUT, for the others' and the communicator goes on; otherwise (an
- * error ended it, or it never published) the communicator's later exchanges
- * fail with ZAP_ERR_CANCELED instead of waiting on a slot order that can no
- * longer hold. */
-void zap_coll_shm_settle(zap_coll_op_t *op, bool wait);
+/* An operation released before its shared-memory exchanges completed (an
+ * error or a timeout ended it, or it was freed and could not be drained,
+ * comm.c): the communicator's later exchanges fail with ZAP_ERR_CANCELED
+ * instead of waiting on an order that can no longer hold. */
+void zap_coll_shm_settle(zap_coll_op_t *op);
 /* The first comm rank whose slot op still waits for, or -1. */
 int zap_coll_shm_first_missing(const zap_coll_op_t *op);
+/* One poll of a wait for seq in every rank's flag (rank q's at first +
+ * q * stride bytes): ZAP_OK once all hold it, ZAP_INPROGRESS, or
+ * ZAP_ERR_PEER_FAILED naming a missing rank whose process is gone (looked
+ * for every 2 ms of waiting). */
+zap_status_t zap_coll_shm_gather(const zap_coll_op_t *op, const _Atomic uint64_t *first, size_t stride, uint64_t seq,
+                                 zap_coll_shm_wait_t *w);
+/* The large exchange (allreduce_shm_large.c): settle as zap_coll_shm_settle
+ * for it; the first rank it still waits for, or -1. */
+void zap_coll_shm_large_settle(zap_coll_op_t *op);
+int zap_coll_shm_large_first_missing(const zap_coll_op_t *op);
 zap_status_t zap_coll_rd_verdict(zap_coll_op_t *op);
 /* Advances it: ZAP_INPROGRESS, ZAP_OK (arguments agree), ZAP_ERR_MISMATCH
  * (logged once with the differing field) or a transport error. */
@@ -306,9 +323,14 @@ zap_status_t zap_allreduce_rd_init(zap_coll_op_t *op, const void *sendbuf, void 
 /* Needs op->flat_agree set (the exchange it rides is the flat one). */
 zap_status_t zap_allreduce_direct_init(zap_coll_op_t *op, const void *sendbuf, void *recvbuf, size_t count,
                                        zap_dtype_t dt, zap_op_t zop);
-/* Needs op->shm_agree set and count * size <= ZAP_COLL_SHM_PAYLOAD. */
+/* Needs op->shm_agree set and count * size within the communicator's
+ * shared-memory bytes (zap_comm_shared_memory_bytes). */
 zap_status_t zap_allreduce_shm_init(zap_coll_op_t *op, const void *sendbuf, void *recvbuf, size_t count,
                                     zap_dtype_t dt, zap_op_t zop);
+/* The large form (allreduce_shm_large.c), which zap_allreduce_shm_init picks
+ * above a slot's payload. */
+zap_status_t zap_allreduce_shm_large_init(zap_coll_op_t *op, const void *sendbuf, void *recvbuf, size_t count,
+                                          zap_dtype_t dt, zap_op_t zop);
 
 zap_status_t zap_bcast_binomial_init(zap_coll_op_t *op, void *buf, size_t bytes, int root);
 zap_status_t zap_bcast_scatter_allgather_init(zap_coll_op_t *op, void *buf, size_t bytes, int root);

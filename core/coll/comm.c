@@ -28,6 +28,7 @@
 static zap_status_t coll_req_test(zap_request_t *req);
 static zap_status_t coll_req_wait(zap_request_t *req, double deadline);
 static void coll_req_free(zap_request_t *req);
+static void free_op(zap_coll_op_t *op, bool may_drain);
 static zap_status_t coll_req_progress(zap_transport_t *t) { (void)t; return ZAP_OK; }
 static void coll_req_close(zap_transport_t *t) { (void)t; }
 
@@ -132,22 +133,29 @@ static bool shm_pattern(const zap_comm_t *c)
     return zap_transport_caps((zap_transport_t *)base, &caps) == ZAP_OK && strcmp(caps.name, "ucp") == 0;
 }
 
-static zap_status_t shm_setting(bool *want_p)
+typedef struct shm_wish {
+    bool want;
+    uint64_t large_bytes;
+} shm_wish_t;
+
+static zap_status_t shm_setting(shm_wish_t *w)
 {
     int idx = 0;
     zap_status_t st = zap_cfg_get_choice(ZAP_CFG_COLL_SHM, &idx);
     if (st == ZAP_OK)
-        *want_p = idx == 0;
+        st = zap_cfg_get_u64(ZAP_CFG_COLL_SHM_LARGE_BYTES, &w->large_bytes);
+    w->want = idx == 0;
     return st;
 }
 
-static zap_status_t comm_attach_shm(zap_comm_t *c, bool want)
+static zap_status_t comm_attach_shm(zap_comm_t *c, const shm_wish_t *w)
 {
     if (!shm_pattern(c) || c->size < 2)
         return ZAP_OK;
     /* Checksum mode exists to check payloads end to end; the segment would
-     * carry small ones past it. */
-    return zap_coll_shm_attach(c, want && c->checksum_t == NULL && !zap_transport_is_checksum(c->t), &c->shm);
+     * carry them past it. */
+    bool want = w->want && c->checksum_t == NULL && !zap_transport_is_checksum(c->t);
+    return zap_coll_shm_attach(c, want, w->large_bytes, &c->shm);
 }
 
 zap_status_t zap_comm_create(zap_transport_t *t, zap_comm_t **comm_p)
@@ -158,8 +166,8 @@ zap_status_t zap_comm_create(zap_transport_t *t, zap_comm_t **comm_p)
     zap_status_t cst = zap_cfg_get_u64(ZAP_CFG_CHECKSUM, &checksum);
     if (cst != ZAP_OK)
         return cst;
-    bool want_shm = false;
-    if ((cst = shm_setting(&want_shm)) != ZAP_OK)
+    shm_wish_t wish;
+    if ((cst = shm_setting(&wish)) != ZAP_OK)
         return cst;
     /* Checksum mode wraps the transport: every message of this communicator
      * (and of its splits) carries a CRC32C checked on receipt. */
@@ -190,7 +198,7 @@ zap_status_t zap_comm_create(zap_transport_t *t, zap_comm_t **comm_p)
     }
     c->id = id;
     c->seq = 0;
-    if ((st = comm_attach_shm(c, want_shm)) != ZAP_OK) {
+    if ((st = comm_attach_shm(c, &wish)) != ZAP_OK) {
         comm_free(c);
         zap_transport_close(wrapped);
         return st;
@@ -203,8 +211,8 @@ zap_status_t zap_comm_split(zap_comm_t *comm, int color, int key, zap_comm_t **n
 {
     if (comm == NULL || newcomm_p == NULL || (color < 0 && color != ZAP_COMM_UNDEFINED))
         return ZAP_ERR_INVALID_PARAM;
-    bool want_shm = false;
-    zap_status_t sst = shm_setting(&want_shm);
+    shm_wish_t wish;
+    zap_status_t sst = shm_setting(&wish);
     if (sst != ZAP_OK)
         return sst;
     int p = comm->size;
@@ -258,7 +266,7 @@ zap_status_t zap_comm_split(zap_comm_t *comm, int color, int key, zap_comm_t **n
     c->id = id;
     c->oversubscribed = comm->oversubscribed; /* agreed over the parent's ranks just now */
     c->checksum_t = NULL;
-    if ((st = comm_attach_shm(c, want_shm)) != ZAP_OK) {
+    if ((st = comm_attach_shm(c, &wish)) != ZAP_OK) {
         comm_free(c);
         return st;
     }
@@ -275,7 +283,7 @@ void zap_comm_destroy(zap_comm_t *comm)
         /* Requests the caller never freed: cancel them so no transport
          * request outlives the communicator. */
         zap_coll_op_t *op = comm->active_head;
-        coll_req_free(&op->req);
+        free_op(op, false);
         left++;
     }
     if (left > 0)
@@ -292,6 +300,12 @@ void zap_comm_destroy(zap_comm_t *comm)
 int zap_comm_rank(const zap_comm_t *comm) { return comm ? comm->rank : -1; }
 int zap_comm_size(const zap_comm_t *comm) { return comm ? comm->size : -1; }
 int zap_comm_shared_memory(const zap_comm_t *comm) { return comm != NULL && comm->shm != NULL; }
+size_t zap_comm_shared_memory_bytes(const zap_comm_t *comm)
+{
+    if (comm == NULL || comm->shm == NULL)
+        return 0;
+    return comm->shm->big_bytes > ZAP_COLL_SHM_MAX_BYTES ? comm->shm->big_bytes : ZAP_COLL_SHM_MAX_BYTES;
+}
 zap_transport_t *zap_comm_transport(const zap_comm_t *comm) { return comm ? comm->t : NULL; }
 
 /* --- operations ----------------------------------------------------------- */
@@ -342,7 +356,7 @@ static void op_release_resources(zap_coll_op_t *op)
 static void op_put(zap_coll_op_t *op)
 {
     zap_comm_t *comm = op->comm;
-    zap_coll_shm_settle(op, true); /* only if its shared-memory exchange did not finish */
+    zap_coll_shm_settle(op); /* only if its shared-memory exchange did not finish */
     op->rd.shm = false;
     op_release_resources(op);
     op->next = comm->free_ops;
@@ -379,7 +393,7 @@ static void op_advance(zap_coll_op_t *op)
     if (st != ZAP_INPROGRESS) {
         /* Done: give back the transport requests and scratch now, so a
          * completed request holds nothing but itself. */
-        zap_coll_shm_settle(op, false);
+        zap_coll_shm_settle(op);
         op_release_resources(op);
         op->status = st;
         zap_request_complete(&op->req, st);
@@ -507,13 +521,43 @@ static zap_status_t coll_req_wait(zap_request_t *req, double deadline)
     }
 }
 
-static void coll_req_free(zap_request_t *req)
+/* A pending allreduce freed by its caller on a communicator with shared
+ * memory: finish this rank's part (its data is read now, during the free; no
+ * result is written), at most ZAP_TIMEOUT, so that the other ranks complete
+ * normally and the segment's exchange order holds. Only the shared-memory
+ * steps run: an algorithm over the transport is left at its agreement (and
+ * cancelled, as on any communicator). Other pending operations of the
+ * communicator progress meanwhile, as in any call. */
+static void drain(zap_coll_op_t *op)
 {
-    zap_coll_op_t *op = (zap_coll_op_t *)req;
+    double deadline = 0;
+    op->discard = true;
+    for (unsigned n = 1; op->status == ZAP_INPROGRESS; n++) {
+        if (op->alg != ZAP_AR_SHM && !(op->agreeing && op->rd.shm))
+            return;
+        comm_progress(op->comm); /* earlier operations first: their exchanges come before */
+        if ((n & 1023) == 0) {
+            (void)zap_transport_progress(op->comm->t);
+            double now = zap_clock_now();
+            if (deadline == 0)
+                deadline = now + zap_timeout_seconds();
+            else if (now > deadline)
+                return;
+        }
+    }
+}
+
+static void free_op(zap_coll_op_t *op, bool may_drain)
+{
+    if (may_drain && op->active && op->status == ZAP_INPROGRESS && !op->timed_out && op->comm->shm != NULL &&
+        op->kind == ZAP_COLL_ALLREDUCE)
+        drain(op);
     if (op->active)
         active_remove(op);
     op_put(op);
 }
+
+static void coll_req_free(zap_request_t *req) { free_op((zap_coll_op_t *)req, true); }
 
 zap_status_t zap_coll_wait_free(zap_request_t *req)
 {
@@ -521,7 +565,7 @@ zap_status_t zap_coll_wait_free(zap_request_t *req)
     if (st == ZAP_INPROGRESS)
         st = coll_req_wait(req, 0);
     if (st == ZAP_ERR_TIMED_OUT)
-        zap_coll_shm_settle((zap_coll_op_t *)req, false); /* the wait is over: no second ZAP_TIMEOUT in free */
+        ((zap_coll_op_t *)req)->timed_out = true; /* the wait is over: no second ZAP_TIMEOUT in free */
     coll_req_free(req);
     return st;
 }
@@ -536,7 +580,7 @@ zap_status_t zap_coll_op_run(zap_coll_op_t *op)
     if (st == ZAP_INPROGRESS)
         st = coll_req_wait(req, 0);
     if (st == ZAP_ERR_TIMED_OUT)
-        zap_coll_shm_settle(op, false);
+        op->timed_out = true;
     coll_req_free(req);
     return st;
 }

@@ -44,6 +44,10 @@
  * zap_request_received and zap_request_peer do not apply to them
  * (ZAP_ERR_INVALID_PARAM, -1). Freeing a pending collective request cancels
  * it on this rank only; the other ranks of that operation then time out.
+ * Except an allreduce carried in shared memory (zap_comm_shared_memory): its
+ * free contributes this rank's vector (read during the call) and waits, at
+ * most ZAP_TIMEOUT, for the exchange to end, writing no result, so the other
+ * ranks complete normally.
  * A request must be freed before its communicator is destroyed (destroy
  * cancels and frees leftovers, with a warning). */
 #ifndef ZAP_COLL_H
@@ -133,7 +137,10 @@ ZAP_API zap_transport_t *zap_comm_transport(const zap_comm_t *comm);
  * transport (ZAP_COLL_SHM, docs/collectives.md): 1, else 0 (also for NULL). */
 ZAP_API int zap_comm_shared_memory(const zap_comm_t *comm);
 /* The largest allreduce, in bytes, such a communicator carries in shared
- * memory under ZAP_ALLREDUCE_ALG=auto. */
+ * memory under ZAP_ALLREDUCE_ALG=auto: ZAP_COLL_SHM_MAX_BYTES in a slot, or
+ * the large area's size (ZAP_COLL_SHM_LARGE_BYTES); 0 without a segment. */
+ZAP_API size_t zap_comm_shared_memory_bytes(const zap_comm_t *comm);
+/* What one slot carries (one cache line of header, then the vector). */
 #define ZAP_COLL_SHM_MAX_BYTES 4032
 
 /* --- collectives ---------------------------------------------------------- */

@@ -347,8 +347,12 @@ TEST_F(CollMpi, DirectReportsMismatchesOnEveryRank)
 TEST_F(CollMpi, SharedMemoryAllreduceMatchesDirectBitForBit)
 {
     ASSERT_TRUE(zap_comm_shared_memory(comm_)) << "all ranks of this test run on one host";
+    ASSERT_GE(zap_comm_shared_memory_bytes(comm_), (size_t)4 << 20) << "the default large area";
     int rank = MpiRank();
-    for (size_t count : {(size_t)1, (size_t)2, (size_t)333, (size_t)(ZAP_COLL_SHM_MAX_BYTES / 4)}) {
+    // In a slot (up to 4032 bytes), then the large area (odd counts, blocks
+    // of unequal size, up to the area's 4 MiB).
+    for (size_t count : {(size_t)1, (size_t)2, (size_t)333, (size_t)(ZAP_COLL_SHM_MAX_BYTES / 4),
+                         (size_t)(ZAP_COLL_SHM_MAX_BYTES / 4 + 1), (size_t)100003, (size_t)1 << 20}) {
         std::vector<float> in(count), a(count), b(count);
         for (size_t i = 0; i < count; i++)
             in[i] = (float)((double)(mix(rank * 1000003ull + i) % 2000001) / 997.0 - 1000.0);
@@ -365,9 +369,23 @@ TEST_F(CollMpi, SharedMemoryAllreduceMatchesDirectBitForBit)
     EXPECT_EQ(v, MpiSize() - 1 + 0.25);
 }
 
-// Off on request: the same calls then go over the transport.
+// Off on request: the same calls then go over the transport; a large area of
+// 0 keeps the slots only.
 TEST_F(CollMpi, SharedMemoryOffGivesATransportCommunicator)
 {
+    {
+        setenv("ZAP_COLL_SHM_LARGE_BYTES", "0", 1);
+        zap_comm_t *c = nullptr;
+        zap_status_t st = zap_comm_create(t_, &c);
+        unsetenv("ZAP_COLL_SHM_LARGE_BYTES");
+        ASSERT_EQ(st, ZAP_OK);
+        EXPECT_TRUE(zap_comm_shared_memory(c));
+        EXPECT_EQ(zap_comm_shared_memory_bytes(c), (size_t)ZAP_COLL_SHM_MAX_BYTES);
+        std::vector<int64_t> in(50000, MpiRank() + 1), out(50000);
+        EXPECT_EQ(zap_allreduce(c, in.data(), out.data(), in.size(), ZAP_DT_INT64, ZAP_OP_SUM), ZAP_OK);
+        EXPECT_EQ(out[49999], (int64_t)MpiSize() * (MpiSize() + 1) / 2);
+        zap_comm_destroy(c);
+    }
     setenv("ZAP_COLL_SHM", "off", 1);
     zap_comm_t *c = nullptr;
     zap_status_t st = zap_comm_create(t_, &c);
@@ -406,13 +424,39 @@ TEST_F(CollMpi, SharedMemoryManyOutstandingAndFreedEarly)
         zap_request_free(req[i]);
         EXPECT_EQ(out[i], (uint64_t)(i + 1) * (uint64_t)size * (uint64_t)(size + 1) / 2) << i;
     }
+    // Large vectors outstanding together, waited in reverse.
+    const size_t big = 40000;
+    std::vector<std::vector<int32_t>> bin(6, std::vector<int32_t>(big)), bout(6, std::vector<int32_t>(big, -1));
+    std::vector<zap_request_t *> breq(6);
+    for (int i = 0; i < 6; i++) {
+        for (size_t j = 0; j < big; j++)
+            bin[i][j] = (int32_t)((rank + 1) * (i + 1) + (int)(j % 7));
+        ASSERT_EQ(zap_iallreduce(comm_, bin[i].data(), bout[i].data(), big, ZAP_DT_INT32, ZAP_OP_SUM, &breq[i]),
+                  ZAP_OK);
+    }
+    for (int i = 5; i >= 0; i--) {
+        EXPECT_EQ(zap_request_wait(breq[i]), ZAP_OK) << i;
+        zap_request_free(breq[i]);
+        for (size_t j : {(size_t)0, big / 2, big - 1})
+            ASSERT_EQ(bout[i][j], (i + 1) * size * (size + 1) / 2 + size * (int)(j % 7)) << i << " " << j;
+    }
+    // Freed before their wait, small and large: the free contributes this
+    // rank's vector and waits for the exchange; the communicator goes on.
     uint64_t x = 1, y = 0;
     zap_request_t *r = nullptr;
     ASSERT_EQ(zap_iallreduce(comm_, &x, &y, 1, ZAP_DT_UINT64, ZAP_OP_SUM, &r), ZAP_OK);
-    zap_request_free(r); // before its wait: the free waits for the others' slots
+    zap_request_free(r);
+    std::vector<int32_t> lin(big, 1), lout(big, 0);
+    ASSERT_EQ(zap_iallreduce(comm_, lin.data(), lout.data(), big, ZAP_DT_INT32, ZAP_OP_SUM, &r), ZAP_OK);
+    zap_request_free(r);
+    // Untouched, or the right result when it completed within the post.
+    EXPECT_TRUE(lout[0] == 0 || lout[0] == size) << lout[0];
+    EXPECT_EQ(lout[0], lout[big - 1]);
     int32_t a = rank, b = -1;
     EXPECT_EQ(zap_allreduce(comm_, &a, &b, 1, ZAP_DT_INT32, ZAP_OP_MAX), ZAP_OK);
     EXPECT_EQ(b, size - 1);
+    EXPECT_EQ(zap_allreduce(comm_, lin.data(), lout.data(), big, ZAP_DT_INT32, ZAP_OP_SUM), ZAP_OK);
+    EXPECT_EQ(lout[big - 1], size);
 }
 
 // Counts on both sides of the shared-memory size bound meet in one exchange:
@@ -428,6 +472,15 @@ TEST_F(CollMpi, SharedMemoryMismatchAcrossTheSizeBound)
               ZAP_ERR_MISMATCH);
     EXPECT_EQ(zap_allreduce(comm_, in.data(), out.data(), 3, ZAP_DT_INT32, ZAP_OP_SUM), ZAP_OK);
     EXPECT_EQ(out[2], size);
+    // Both sides in the large area, then one above it: mismatches too, and
+    // the large area's order survives them.
+    count = rank == 0 ? 20000 : 30000;
+    EXPECT_EQ(zap_allreduce(comm_, in.data(), out.data(), count, ZAP_DT_INT32, ZAP_OP_SUM), ZAP_ERR_MISMATCH);
+    std::vector<int32_t> huge(2 << 20, 1), hout(2 << 20);
+    count = rank == 0 ? huge.size() : 30000;
+    EXPECT_EQ(zap_allreduce(comm_, huge.data(), hout.data(), count, ZAP_DT_INT32, ZAP_OP_SUM), ZAP_ERR_MISMATCH);
+    EXPECT_EQ(zap_allreduce(comm_, in.data(), out.data(), 30000, ZAP_DT_INT32, ZAP_OP_SUM), ZAP_OK);
+    EXPECT_EQ(out[29999], size);
 }
 
 TEST(CommMpi, CreateMpiGivesAWorkingCommunicatorThatClosesItsTransport)

@@ -52,7 +52,8 @@ static void print_selection(void)
     zap_coll_selection_table(&ar, &nar, &bc, &nbc);
     printf("#\n# collective algorithm selection (auto): first matching row wins\n");
     printf("# %-10s %-18s %-11s %-20s\n", "collective", "algorithm", "ranks", "bytes");
-    printf("# %-10s %-18s %-11s [0, %d]  before the rows, on communicators whose ranks share one host (ZAP_COLL_SHM)\n",
+    printf("# %-10s %-18s %-11s [0, %d] in a slot, larger up to ZAP_COLL_SHM_LARGE_BYTES: before the rows, on "
+           "communicators whose ranks share one host (ZAP_COLL_SHM)\n",
            "allreduce", "shm", "2-64", ZAP_COLL_SHM_MAX_BYTES);
     for (int pass = 0; pass < 2; pass++) {
         const zap_coll_selection_row_t *rows = pass ? bc : ar;

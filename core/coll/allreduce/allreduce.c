@@ -63,9 +63,10 @@ const zap_coll_selection_row_t zap_allreduce_rows[] = {
 };
 const size_t zap_allreduce_nrows = sizeof(zap_allreduce_rows) / sizeof(zap_allreduce_rows[0]);
 
-static int auto_alg(size_t bytes, int p, bool shm)
+static int auto_alg(const zap_comm_t *comm, size_t bytes, bool shm)
 {
-    if (shm && bytes <= ZAP_COLL_SHM_PAYLOAD)
+    int p = comm->size;
+    if (shm && bytes <= zap_comm_shared_memory_bytes(comm))
         return ZAP_AR_SHM;
     const char *name = zap_coll_select_row(zap_allreduce_rows, zap_allreduce_nrows, bytes, p);
     for (int a = 0; a < ZAP_AR_NALGS; a++)
@@ -129,11 +130,11 @@ static zap_status_t post(zap_comm_t *comm, const void *sendbuf, void *recvbuf, s
      * forced without it, recursive doubling. */
     bool shm = comm->shm != NULL && (idx == 0 || idx - 1 == ZAP_AR_SHM);
     bool flat = !shm && flat_exchange(comm, idx);
-    int alg = idx == 0 ? (local == ZAP_OK ? auto_alg(count * esize, comm->size, shm) : ZAP_AR_RD) : idx - 1;
+    int alg = idx == 0 ? (local == ZAP_OK ? auto_alg(comm, count * esize, shm) : ZAP_AR_RD) : idx - 1;
     if (alg == ZAP_AR_DIRECT && !flat)
         alg = ZAP_AR_RD; /* oversubscribed auto, or forced beyond ZAP_COLL_FLAT_MAX_RANKS: recursive doubling */
-    if (alg == ZAP_AR_SHM && (!shm || count * esize > ZAP_COLL_SHM_PAYLOAD))
-        alg = shm ? auto_alg(count * esize, comm->size, false) : ZAP_AR_RD;
+    if (alg == ZAP_AR_SHM && (!shm || count * esize > zap_comm_shared_memory_bytes(comm)))
+        alg = shm ? auto_alg(comm, count * esize, false) : ZAP_AR_RD;
     zap_coll_op_t *op = NULL;
     zap_status_t st = zap_coll_op_get(comm, ZAP_COLL_ALLREDUCE, local == ZAP_OK ? alg : 0xff, &op);
     if (st != ZAP_OK)
@@ -150,7 +151,11 @@ static zap_status_t post(zap_comm_t *comm, const void *sendbuf, void *recvbuf, s
         op->mem = zap_coll_mem_kind(comm, recvbuf, count * esize);
         /* GPU-resident path (staging/stage.h); not under direct, whose
          * header rides its data like rd's. */
-        bool staged = alg != ZAP_AR_DIRECT && alg != ZAP_AR_SHM && zap_stage_wanted(op, count * esize);
+        /* The GPU path's vote also covers the large shared-memory form (GPU
+         * data of 64 KiB and more moves GPU to GPU instead); it falls back to
+         * rabenseifner or ring, on every rank together. */
+        bool staged = alg != ZAP_AR_DIRECT && !(alg == ZAP_AR_SHM && count * esize <= ZAP_COLL_SHM_PAYLOAD) &&
+                      zap_stage_wanted(op, count * esize);
         zap_coll_hdr_init(op, count, dt, zop, -1, 0, false);
         switch (staged ? -1 : alg) {
         case -1: st = zap_stage_allreduce_init(op, src, recvbuf, count, dt, zop, alg); break;

@@ -18,7 +18,9 @@
  * A peer that dies while others wait for its slot is seen by its pid (a
  * system call every few milliseconds of waiting) and named at once; one that
  * is alive but never arrives ends the wait after ZAP_TIMEOUT (comm.c names
- * it). Cost at 8 bytes: one cache line written, p - 1 read. */
+ * it). Cost at 8 bytes: one cache line written, p - 1 read. Vectors above
+ * a slot, up to the segment's large area, take allreduce_shm_large.c after
+ * this exchange has agreed their arguments. */
 #include "coll/coll_impl.h"
 #include "coll/reduce/reduce.h"
 #include "coll/shm/shm.h"
@@ -49,9 +51,7 @@ zap_status_t zap_coll_shm_setup(zap_coll_op_t *op, bool reserved)
     zap_coll_rd_t *rd = &op->rd;
     if (!reserved)
         rd->shm_seq = ++s->next;
-    rd->shm_seen = 0;
-    rd->shm_polls = 0;
-    rd->shm_check_at = 0;
+    rd->shm_wait = (zap_coll_shm_wait_t){0, 0, 0};
     return ZAP_OK;
 }
 
@@ -65,15 +65,13 @@ static void publish(zap_coll_op_t *op, zap_coll_shm_t *s)
     if (rd->count > 0)
         zap_coll_copy(op, own->payload, rd->shm_src, rd->count * zap_dtype_size(rd->dt));
     atomic_store_explicit(&own->seq, rd->shm_seq, memory_order_release);
-    rd->shm_seen = UINT64_C(1) << s->rank;
 }
 
 /* Names the first rank still missing whose process is gone. */
-static zap_status_t check_liveness(zap_coll_op_t *op, zap_coll_shm_t *s)
+static zap_status_t check_liveness(const zap_coll_op_t *op, const zap_coll_shm_t *s, uint64_t seen)
 {
-    zap_coll_rd_t *rd = &op->rd;
     for (int q = 0; q < s->size; q++) {
-        if ((rd->shm_seen >> q) & 1 || !zap_coll_shm_peer_dead(s, q))
+        if ((seen >> q) & 1 || !zap_coll_shm_peer_dead(s, q))
             continue;
         zap_error("coll: rank %d: peer rank %d (pid %d) failed: its process is gone (shared-memory allreduce on "
                   "communicator %u, sequence %llu)",
@@ -84,34 +82,40 @@ static zap_status_t check_liveness(zap_coll_op_t *op, zap_coll_shm_t *s)
     return ZAP_OK;
 }
 
-/* Polls until every slot holds this exchange: ZAP_OK, ZAP_INPROGRESS (not
- * yet), or a peer's death (named). */
-static zap_status_t gather_slots(zap_coll_op_t *op, zap_coll_shm_t *s)
+zap_status_t zap_coll_shm_gather(const zap_coll_op_t *op, const _Atomic uint64_t *first, size_t stride, uint64_t seq,
+                                 zap_coll_shm_wait_t *w)
 {
-    zap_coll_rd_t *rd = &op->rd;
+    const zap_coll_shm_t *s = op->comm->shm;
     int p = s->size;
     uint64_t all = p == 64 ? ~UINT64_C(0) : (UINT64_C(1) << p) - 1;
-    for (int q = 0; q < p && rd->shm_seen != all; q++) {
-        if ((rd->shm_seen >> q) & 1)
+    for (int q = 0; q < p && w->seen != all; q++) {
+        if ((w->seen >> q) & 1)
             continue;
-        const zap_coll_shm_slot_t *in = zap_coll_shm_slot(s, rd->shm_seq, q);
-        if (atomic_load_explicit(&in->seq, memory_order_acquire) == rd->shm_seq)
-            rd->shm_seen |= UINT64_C(1) << q;
+        const _Atomic uint64_t *flag = (const _Atomic uint64_t *)((const char *)first + (size_t)q * stride);
+        if (atomic_load_explicit(flag, memory_order_acquire) == seq)
+            w->seen |= UINT64_C(1) << q;
     }
-    if (rd->shm_seen == all)
+    if (w->seen == all)
         return ZAP_OK;
-    if (++rd->shm_polls % SHM_POLLS_PER_CLOCK == 0) {
+    if (++w->polls % SHM_POLLS_PER_CLOCK == 0) {
         double now = zap_clock_now();
-        if (rd->shm_check_at == 0) {
-            rd->shm_check_at = now + SHM_LIVENESS_PERIOD;
-        } else if (now >= rd->shm_check_at) {
-            rd->shm_check_at = now + SHM_LIVENESS_PERIOD;
-            zap_status_t st = check_liveness(op, s);
+        if (w->check_at == 0) {
+            w->check_at = now + SHM_LIVENESS_PERIOD;
+        } else if (now >= w->check_at) {
+            w->check_at = now + SHM_LIVENESS_PERIOD;
+            zap_status_t st = check_liveness(op, s, w->seen);
             if (st != ZAP_OK)
                 return st;
         }
     }
     return ZAP_INPROGRESS;
+}
+
+static zap_status_t gather_slots(zap_coll_op_t *op, zap_coll_shm_t *s)
+{
+    zap_coll_rd_t *rd = &op->rd;
+    return zap_coll_shm_gather(op, &zap_coll_shm_slot(s, rd->shm_seq, 0)->seq, ZAP_COLL_SHM_SLOT_BYTES, rd->shm_seq,
+                               &rd->shm_wait);
 }
 
 zap_status_t zap_coll_shm_progress(zap_coll_op_t *op)
@@ -163,37 +167,27 @@ zap_status_t zap_coll_shm_progress(zap_coll_op_t *op)
     return zap_coll_rd_verdict(op);
 }
 
-void zap_coll_shm_settle(zap_coll_op_t *op, bool wait)
+void zap_coll_shm_settle(zap_coll_op_t *op)
 {
     zap_coll_shm_t *s = op->comm->shm;
-    zap_coll_rd_t *rd = &op->rd;
-    if (s == NULL || !rd->shm || rd->shm_seq <= s->done)
+    if (s == NULL)
         return;
-    /* Freed by the caller once published: the others read this rank's slot
-     * anyway; wait for theirs so the order of exchanges holds and the
-     * communicator stays usable. Not published (an earlier exchange of this
-     * rank still open), or ended by an error: later exchanges fail. */
-    if (wait && rd->state == RD_STEP_WAIT && !s->abandoned) {
-        double deadline = zap_clock_now() + zap_timeout_seconds();
-        zap_status_t st;
-        unsigned n = 0;
-        while ((st = gather_slots(op, s)) == ZAP_INPROGRESS && !((++n & 1023) == 0 && zap_clock_now() > deadline))
-            ;
-        if (st == ZAP_OK) {
-            s->done = rd->shm_seq;
-            rd->state = RD_DONE;
-            return;
-        }
-    }
-    s->abandoned = true;
+    zap_coll_shm_large_settle(op);
+    if (op->rd.shm && op->rd.shm_seq > s->done)
+        s->abandoned = true;
 }
+
 int zap_coll_shm_first_missing(const zap_coll_op_t *op)
 {
     const zap_coll_shm_t *s = op->comm->shm;
-    if (s == NULL || !op->rd.shm || !op->agreeing || op->rd.state != RD_STEP_WAIT)
+    if (s == NULL)
+        return -1;
+    if (!op->agreeing)
+        return zap_coll_shm_large_first_missing(op);
+    if (!op->rd.shm || op->rd.state != RD_STEP_WAIT)
         return -1;
     for (int q = 0; q < s->size; q++)
-        if (!((op->rd.shm_seen >> q) & 1))
+        if (!((op->rd.shm_wait.seen >> q) & 1))
             return q;
     return -1;
 }
@@ -209,13 +203,16 @@ _Static_assert(sizeof(shm_allreduce_t) <= ZAP_COLL_ALG_STATE_BYTES, "state too l
 static zap_status_t shm_finish(zap_coll_op_t *op)
 {
     shm_allreduce_t *a = (shm_allreduce_t *)op->alg_state;
-    zap_coll_copy(op, a->recvbuf, zap_coll_rd_result(op), a->bytes);
+    if (!op->discard)
+        zap_coll_copy(op, a->recvbuf, zap_coll_rd_result(op), a->bytes);
     return ZAP_OK;
 }
 
 zap_status_t zap_allreduce_shm_init(zap_coll_op_t *op, const void *sendbuf, void *recvbuf, size_t count,
                                     zap_dtype_t dt, zap_op_t zop)
 {
+    if (count * zap_dtype_size(dt) > ZAP_COLL_SHM_PAYLOAD)
+        return zap_allreduce_shm_large_init(op, sendbuf, recvbuf, count, dt, zop);
     shm_allreduce_t *a = (shm_allreduce_t *)op->alg_state;
     a->recvbuf = recvbuf;
     a->bytes = count * zap_dtype_size(dt);

@@ -14,7 +14,12 @@
  * Why two banks are enough: a rank writes exchange k only after it has read
  * every slot of exchange k - 1, which every rank wrote only after reading
  * all of k - 2, the last exchange in the same bank. No rank therefore
- * overwrites a slot another rank still has to read. */
+ * overwrites a slot another rank still has to read.
+ *
+ * Then, when rank 0 could reserve it (ZAP_COLL_SHM_LARGE_BYTES, default
+ * 4 MiB, less on many ranks), the large area: one control line pair per rank
+ * (input published, block reduced), one input area of big_bytes per rank and
+ * one result area of big_bytes (allreduce_shm_large.c has that protocol). */
 #ifndef ZAP_COLL_SHM_H
 #define ZAP_COLL_SHM_H
 #include <stdatomic.h>
@@ -37,6 +42,14 @@ typedef struct zap_coll_shm_slot {
     unsigned char payload[]; /* from byte 40; fits ZAP_COLL_SHM_SLOT_BYTES */
 } zap_coll_shm_slot_t;
 
+/* A rank's two flags of the large protocol, each on its own cache line. */
+typedef struct zap_coll_shm_ctl {
+    _Atomic uint64_t in_seq;  /* this rank's input of that large exchange is in place */
+    unsigned char pad0[56];
+    _Atomic uint64_t red_seq; /* this rank's block of the result is in place */
+    unsigned char pad1[56];
+} zap_coll_shm_ctl_t;
+
 typedef struct zap_coll_shm {
     void *base;
     size_t bytes;
@@ -45,6 +58,13 @@ typedef struct zap_coll_shm {
     uint64_t next;              /* the last exchange number handed out */
     uint64_t done;              /* the last exchange this rank has read completely */
     bool abandoned;             /* an exchange was given up half way: the rest cannot run */
+    /* The large area (big_bytes 0: none). */
+    size_t big_bytes;           /* the largest vector it carries, a multiple of 4 KiB */
+    zap_coll_shm_ctl_t *ctl;    /* by communicator rank */
+    unsigned char *big_in;      /* rank q's input at big_in + q * big_bytes */
+    unsigned char *big_out;     /* the result */
+    uint64_t big_next, big_done; /* as next and done, for large exchanges */
+    bool big_abandoned;
 } zap_coll_shm_t;
 
 static inline zap_coll_shm_slot_t *zap_coll_shm_slot(const zap_coll_shm_t *s, uint64_t k, int rank)
@@ -59,9 +79,10 @@ struct zap_comm;
  * a segment, the others map it by name, and the segment is kept only if every
  * rank mapped it and sees every other rank's process. want is this rank's
  * wish (setting, transport); any rank that does not want it, or cannot, turns
- * it off for all. On ZAP_OK *shm_p is the segment or NULL (not shared);
+ * it off for all. large_bytes is the wish for the large area (rank 0's,
+ * capped, and what /dev/shm can reserve, is what all get). On ZAP_OK *shm_p is the segment or NULL (not shared);
  * otherwise the collective error (the communicator cannot be used). */
-zap_status_t zap_coll_shm_attach(struct zap_comm *comm, bool want, zap_coll_shm_t **shm_p);
+zap_status_t zap_coll_shm_attach(struct zap_comm *comm, bool want, uint64_t large_bytes, zap_coll_shm_t **shm_p);
 /* Unmaps and frees; NULL is ignored. */
 void zap_coll_shm_detach(zap_coll_shm_t *shm);
 /* Whether comm rank q's process is gone (or a zombie): a dead rank is named

@@ -23,6 +23,7 @@ typedef struct seg_head {
     uint64_t magic;
     uint64_t token;
     int32_t size;
+    uint64_t big_bytes; /* the large area's per-rank size, as rank 0 could reserve it */
     pid_t pids[ZAP_COLL_SHM_MAX_RANKS];
 } seg_head_t;
 _Static_assert(sizeof(seg_head_t) <= ZAP_COLL_SHM_SLOT_BYTES, "the head fits its page");
@@ -37,7 +38,30 @@ typedef struct seg_ref {
     uint64_t token;
 } seg_ref_t;
 
-static size_t seg_bytes(int p) { return (size_t)ZAP_COLL_SHM_SLOT_BYTES * (1 + 2 * (size_t)p); }
+/* The large area may take at most this much of /dev/shm per communicator. */
+#define BIG_TOTAL_MAX ((size_t)64 << 20)
+
+static size_t small_bytes(int p) { return (size_t)ZAP_COLL_SHM_SLOT_BYTES * (1 + 2 * (size_t)p); }
+static size_t ctl_bytes(int p)
+{
+    size_t b = sizeof(zap_coll_shm_ctl_t) * (size_t)p;
+    return (b + ZAP_COLL_SHM_SLOT_BYTES - 1) / ZAP_COLL_SHM_SLOT_BYTES * ZAP_COLL_SHM_SLOT_BYTES;
+}
+static size_t seg_bytes(int p, size_t big)
+{
+    return small_bytes(p) + (big > 0 ? ctl_bytes(p) + big * ((size_t)p + 1) : 0);
+}
+
+/* The large area's per-rank size for p ranks under the setting: at most
+ * BIG_TOTAL_MAX for the p inputs and the result, in whole 4 KiB pages, and
+ * none below 64 KiB (the small slots and the transport cover that). */
+static size_t big_bytes_for(int p, uint64_t setting)
+{
+    size_t cap = BIG_TOTAL_MAX / ((size_t)p + 1);
+    size_t b = setting < cap ? (size_t)setting : cap;
+    b = b / ZAP_COLL_SHM_SLOT_BYTES * ZAP_COLL_SHM_SLOT_BYTES;
+    return b < ((size_t)64 << 10) ? 0 : b;
+}
 
 static void *map_fd(int fd, size_t bytes)
 {
@@ -45,8 +69,10 @@ static void *map_fd(int fd, size_t bytes)
     return m == MAP_FAILED ? NULL : m;
 }
 
-/* Rank 0: a fresh segment, zeroed (every slot's sequence number 0). */
-static void *create(int p, seg_ref_t *ref)
+/* Rank 0: a fresh segment, zeroed (every slot's sequence number 0), with the
+ * large area when /dev/shm can hold it: reserved now (posix_fallocate), so a
+ * full /dev/shm shows here and not as SIGBUS on first touch. */
+static void *create(int p, size_t big, seg_ref_t *ref)
 {
     uint64_t token = 0;
     if (getrandom(&token, sizeof(token), 0) != (ssize_t)sizeof(token))
@@ -59,10 +85,18 @@ static void *create(int p, seg_ref_t *ref)
         return NULL;
     }
     void *m = NULL;
-    if (ftruncate(fd, (off_t)seg_bytes(p)) == 0)
-        m = map_fd(fd, seg_bytes(p));
+    int err = posix_fallocate(fd, 0, (off_t)seg_bytes(p, big));
+    if (err != 0 && big > 0) {
+        zap_info("coll: no room in /dev/shm for the large shared-memory allreduce (%zu bytes: %s); small ones only",
+                 seg_bytes(p, big), strerror(err));
+        big = 0;
+        err = ftruncate(fd, (off_t)seg_bytes(p, 0)) == 0 ? posix_fallocate(fd, 0, (off_t)seg_bytes(p, 0)) : errno;
+    }
+    if (err == 0)
+        m = map_fd(fd, seg_bytes(p, big));
     else
-        zap_info("coll: shared memory for collectives not available (%zu bytes: %s)", seg_bytes(p), strerror(errno));
+        zap_info("coll: shared memory for collectives not available (%zu bytes: %s)", seg_bytes(p, big),
+                 strerror(err));
     close(fd);
     if (m == NULL) {
         shm_unlink(ref->name);
@@ -72,6 +106,7 @@ static void *create(int p, seg_ref_t *ref)
     seg_head_t *h = m;
     h->token = token;
     h->size = p;
+    h->big_bytes = big;
     h->magic = SHM_MAGIC;
     ref->token = token;
     return m;
@@ -88,12 +123,13 @@ static void *open_ref(int p, const seg_ref_t *ref)
         return NULL; /* another host: the usual case, not an error */
     struct stat sb;
     void *m = NULL;
-    if (fstat(fd, &sb) == 0 && (size_t)sb.st_size == seg_bytes(p))
-        m = map_fd(fd, seg_bytes(p));
+    if (fstat(fd, &sb) == 0 && (size_t)sb.st_size >= small_bytes(p))
+        m = map_fd(fd, (size_t)sb.st_size);
     close(fd);
     const seg_head_t *h = m;
-    if (m != NULL && (h->magic != SHM_MAGIC || h->token != ref->token || h->size != p)) {
-        munmap(m, seg_bytes(p));
+    if (m != NULL && (h->magic != SHM_MAGIC || h->token != ref->token || h->size != p ||
+                      h->big_bytes > BIG_TOTAL_MAX || seg_bytes(p, h->big_bytes) != (size_t)sb.st_size)) {
+        munmap(m, (size_t)sb.st_size);
         m = NULL;
     }
     return m;
@@ -104,7 +140,7 @@ static bool alive(pid_t pid)
     return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
 }
 
-zap_status_t zap_coll_shm_attach(zap_comm_t *comm, bool want, zap_coll_shm_t **shm_p)
+zap_status_t zap_coll_shm_attach(zap_comm_t *comm, bool want, uint64_t large_bytes, zap_coll_shm_t **shm_p)
 {
     int p = comm->size, r = comm->rank;
     *shm_p = NULL;
@@ -113,7 +149,7 @@ zap_status_t zap_coll_shm_attach(zap_comm_t *comm, bool want, zap_coll_shm_t **s
     memset(&ref, 0, sizeof(ref));
     void *m = NULL;
     if (r == 0 && want)
-        m = create(p, &ref);
+        m = create(p, big_bytes_for(p, large_bytes), &ref);
     zap_status_t st = zap_bcast(comm, &ref, sizeof(ref), ZAP_DT_UINT8, 0);
     if (st != ZAP_OK)
         goto fail;
@@ -145,17 +181,24 @@ zap_status_t zap_coll_shm_attach(zap_comm_t *comm, bool want, zap_coll_shm_t **s
         goto fail;
     }
     s->base = m;
-    s->bytes = seg_bytes(p);
+    s->big_bytes = (size_t)h->big_bytes;
+    s->bytes = seg_bytes(p, s->big_bytes);
     s->rank = r;
     s->size = p;
     s->pids = h->pids;
+    if (s->big_bytes > 0) {
+        unsigned char *at = (unsigned char *)m + small_bytes(p);
+        s->ctl = (zap_coll_shm_ctl_t *)at;
+        s->big_in = at + ctl_bytes(p);
+        s->big_out = s->big_in + s->big_bytes * (size_t)p;
+    }
     *shm_p = s;
-    zap_debug("coll: rank %d: communicator %u exchanges small allreduces in shared memory (%d ranks)", r, comm->id,
-              p);
+    zap_debug("coll: rank %d: communicator %u exchanges allreduces in shared memory (%d ranks, up to %zu bytes)", r,
+              comm->id, p, s->big_bytes > 0 ? s->big_bytes : (size_t)ZAP_COLL_SHM_PAYLOAD);
     return ZAP_OK;
 fail:
     if (m != NULL)
-        munmap(m, seg_bytes(p));
+        munmap(m, seg_bytes(p, ((seg_head_t *)m)->big_bytes));
     return st;
 }
 

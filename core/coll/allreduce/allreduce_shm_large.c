@@ -1,0 +1,152 @@
+/* Shared-memory allreduce for vectors above a slot's 4032 bytes, up to the
+ * segment's large area (coll/shm/shm.h; ZAP_COLL_SHM_LARGE_BYTES). It runs
+ * after the arguments agreed in the small exchange, in three steps per call
+ * (large exchange k, numbered per communicator when its agreement succeeds,
+ * which is in post order on every rank):
+ *
+ *   1. copy this rank's vector into its input area, publish in_seq = k;
+ *   2. once every in_seq holds k: reduce block r (the r-th of p even element
+ *      ranges) over the p inputs in rank order, (c0 op c1) op ... op c(p-1),
+ *      into the result area; publish red_seq = k;
+ *   3. once every red_seq holds k: copy the whole result out.
+ *
+ * Every element is combined in the same order as by direct and by the small
+ * exchange, once, by one rank, and every rank copies the same bytes: results
+ * are identical on every rank and to those algorithms'. Per rank it moves n
+ * bytes in, reads n (p blocks of n/p), writes n/p and copies n out, with two
+ * waits: against the transport ring's 2 (p - 1) message rounds.
+ *
+ * One area suffices. A rank overwrites its input for k only after finishing
+ * k - 1, i.e. after seeing every red_seq at k - 1: every rank had read all
+ * inputs of k - 1. It writes its result block for k only after seeing every
+ * in_seq at k, which each rank published only after copying out all of
+ * k - 1. A dead peer is named by pid as in the small exchange; a live one
+ * that never comes ends the wait after ZAP_TIMEOUT (comm.c). */
+#include "coll/coll_impl.h"
+#include "coll/reduce/reduce.h"
+#include "coll/shm/shm.h"
+#include "base/log.h"
+#include <string.h>
+
+typedef struct shm_large {
+    const void *src;
+    void *dst;
+    size_t count;
+    zap_dtype_t dt;
+    zap_op_t zop;
+    int step; /* 1, 2, 3 as above: the step this rank is at */
+    zap_coll_shm_wait_t wait;
+} shm_large_t;
+_Static_assert(sizeof(shm_large_t) <= ZAP_COLL_ALG_STATE_BYTES, "state too large");
+
+/* Elements [lo, hi) of block q of count split over p. */
+static void block(size_t count, int p, int q, size_t *lo, size_t *hi)
+{
+    size_t base = count / (size_t)p, extra = count % (size_t)p;
+    *lo = base * (size_t)q + ((size_t)q < extra ? (size_t)q : extra);
+    *hi = *lo + base + ((size_t)q < extra ? 1 : 0);
+}
+
+static void reduce_own_block(zap_coll_shm_t *s, const shm_large_t *a)
+{
+    size_t es = zap_dtype_size(a->dt), lo, hi;
+    block(a->count, s->size, s->rank, &lo, &hi);
+    if (hi == lo)
+        return;
+    unsigned char *out = s->big_out + lo * es;
+    memcpy(out, s->big_in + lo * es, (hi - lo) * es);
+    for (int q = 1; q < s->size; q++)
+        zap_reduce_cpu(a->dt, a->zop, out, out, s->big_in + (size_t)q * s->big_bytes + lo * es, hi - lo);
+}
+
+/* Steps 2 and 3 from wherever this rank is; a request the caller freed
+ * (op->discard) writes no result. */
+static zap_status_t advance(zap_coll_op_t *op, shm_large_t *a)
+{
+    zap_coll_shm_t *s = op->comm->shm;
+    uint64_t k = op->shm_big_seq;
+    zap_status_t st;
+    if (a->step == 2) {
+        if ((st = zap_coll_shm_gather(op, &s->ctl[0].in_seq, sizeof(s->ctl[0]), k, &a->wait)) != ZAP_OK)
+            return st;
+        reduce_own_block(s, a);
+        atomic_store_explicit(&s->ctl[s->rank].red_seq, k, memory_order_release);
+        a->step = 3;
+        a->wait = (zap_coll_shm_wait_t){0, 0, 0};
+    }
+    if ((st = zap_coll_shm_gather(op, &s->ctl[0].red_seq, sizeof(s->ctl[0]), k, &a->wait)) != ZAP_OK)
+        return st;
+    if (!op->discard)
+        zap_coll_copy(op, a->dst, s->big_out, a->count * zap_dtype_size(a->dt));
+    s->big_done = k;
+    return ZAP_OK;
+}
+
+static zap_status_t large_progress(zap_coll_op_t *op)
+{
+    zap_coll_shm_t *s = op->comm->shm;
+    shm_large_t *a = (shm_large_t *)op->alg_state;
+    if (a->step == 1) {
+        /* Numbered only once the arguments agreed, in the same progress call:
+         * agreements complete in post order on every rank, and a call that
+         * ends in a mismatch (on every rank) takes no number. */
+        if (op->shm_big_seq == 0)
+            op->shm_big_seq = ++s->big_next;
+        if (s->big_abandoned) {
+            zap_error("coll: rank %d: an earlier large shared-memory allreduce on communicator %u ended without "
+                      "completing (an error, or its request freed early); later ones cannot run",
+                      op->comm->rank, op->comm->id);
+            return ZAP_ERR_CANCELED;
+        }
+        if (s->big_done + 1 != op->shm_big_seq)
+            return ZAP_INPROGRESS; /* an earlier large exchange of this rank is not finished */
+        zap_coll_copy(op, s->big_in + (size_t)s->rank * s->big_bytes, a->src, a->count * zap_dtype_size(a->dt));
+        atomic_store_explicit(&s->ctl[s->rank].in_seq, op->shm_big_seq, memory_order_release);
+        a->step = 2;
+        a->wait = (zap_coll_shm_wait_t){0, 0, 0};
+    }
+    return advance(op, a);
+}
+
+zap_status_t zap_allreduce_shm_large_init(zap_coll_op_t *op, const void *sendbuf, void *recvbuf, size_t count,
+                                          zap_dtype_t dt, zap_op_t zop)
+{
+    zap_coll_shm_t *s = op->comm->shm;
+    if (s == NULL || count * zap_dtype_size(dt) > s->big_bytes)
+        return ZAP_ERR_INVALID_PARAM; /* the caller's choice says it fits */
+    shm_large_t *a = (shm_large_t *)op->alg_state;
+    a->src = sendbuf;
+    a->dst = recvbuf;
+    a->count = count;
+    a->dt = dt;
+    a->zop = zop;
+    a->step = 1;
+    a->wait = (zap_coll_shm_wait_t){0, 0, 0};
+    zap_status_t st = zap_coll_rd_init(op, 0, NULL, 0, dt, zop);
+    if (st != ZAP_OK)
+        return st;
+    op->agreeing = true;
+    op->progress = large_progress;
+    return ZAP_OK;
+}
+
+void zap_coll_shm_large_settle(zap_coll_op_t *op)
+{
+    zap_coll_shm_t *s = op->comm->shm;
+    if (op->shm_big_seq != 0 && op->shm_big_seq > s->big_done)
+        s->big_abandoned = true;
+}
+
+int zap_coll_shm_large_first_missing(const zap_coll_op_t *op)
+{
+    const zap_coll_shm_t *s = op->comm->shm;
+    if (op->shm_big_seq == 0 || op->shm_big_seq <= s->big_done)
+        return -1;
+    const shm_large_t *a = (const shm_large_t *)op->alg_state;
+    if (a->step < 2)
+        return -1;
+    for (int q = 0; q < s->size; q++)
+        if (!((a->wait.seen >> q) & 1))
+            return q;
+    return -1;
+}
