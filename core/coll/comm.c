@@ -300,11 +300,20 @@ void zap_comm_destroy(zap_comm_t *comm)
 int zap_comm_rank(const zap_comm_t *comm) { return comm ? comm->rank : -1; }
 int zap_comm_size(const zap_comm_t *comm) { return comm ? comm->size : -1; }
 int zap_comm_shared_memory(const zap_comm_t *comm) { return comm != NULL && comm->shm != NULL; }
+/* Above 4 ranks the large form loses to the ring beyond 512 KiB (8 ranks on
+ * the H200 host: 1 MiB 500-680 us against the ring's 430-450, 2-4 MiB about
+ * 2x slower), while up to 4 ranks it wins to 4 MiB (dev: 4 ranks 1 MiB
+ * 354-903 us against 763-770, 2 ranks 147 against 610); docs/collectives.md. */
+#define SHM_AUTO_LARGE_MANY_RANKS ((size_t)512 << 10)
+
 size_t zap_comm_shared_memory_bytes(const zap_comm_t *comm)
 {
     if (comm == NULL || comm->shm == NULL)
         return 0;
-    return comm->shm->big_bytes > ZAP_COLL_SHM_MAX_BYTES ? comm->shm->big_bytes : ZAP_COLL_SHM_MAX_BYTES;
+    size_t big = comm->shm->big_bytes;
+    if (comm->size > 4 && big > SHM_AUTO_LARGE_MANY_RANKS)
+        big = SHM_AUTO_LARGE_MANY_RANKS;
+    return big > ZAP_COLL_SHM_MAX_BYTES ? big : ZAP_COLL_SHM_MAX_BYTES;
 }
 zap_transport_t *zap_comm_transport(const zap_comm_t *comm) { return comm ? comm->t : NULL; }
 
