@@ -280,12 +280,12 @@ zap_status_t zap_coll_shm_progress(zap_coll_op_t *op);
 void zap_coll_shm_settle(zap_coll_op_t *op);
 /* The first comm rank whose slot op still waits for, or -1. */
 int zap_coll_shm_first_missing(const zap_coll_op_t *op);
-/* One poll of a wait for seq in every rank's flag (rank q's at first +
- * q * stride bytes): ZAP_OK once all hold it, ZAP_INPROGRESS, or
- * ZAP_ERR_PEER_FAILED naming a missing rank whose process is gone (looked
- * for every 2 ms of waiting). */
+/* One poll of a wait for seq (or, at_least, any larger value) in every
+ * rank's flag (rank q's at first + q * stride bytes): ZAP_OK once all hold
+ * it, ZAP_INPROGRESS, or ZAP_ERR_PEER_FAILED naming a missing rank whose
+ * process is gone (looked for every 2 ms of waiting). */
 zap_status_t zap_coll_shm_gather(const zap_coll_op_t *op, const _Atomic uint64_t *first, size_t stride, uint64_t seq,
-                                 zap_coll_shm_wait_t *w);
+                                 bool at_least, zap_coll_shm_wait_t *w);
 /* The large exchange (allreduce_shm_large.c): settle as zap_coll_shm_settle
  * for it; the first rank it still waits for, or -1. */
 void zap_coll_shm_large_settle(zap_coll_op_t *op);
@@ -328,9 +328,11 @@ zap_status_t zap_allreduce_direct_init(zap_coll_op_t *op, const void *sendbuf, v
 zap_status_t zap_allreduce_shm_init(zap_coll_op_t *op, const void *sendbuf, void *recvbuf, size_t count,
                                     zap_dtype_t dt, zap_op_t zop);
 /* The large form (allreduce_shm_large.c), which zap_allreduce_shm_init picks
- * above a slot's payload. */
+ * above a slot's payload; agreed: the arguments were agreed already (the GPU
+ * path's fallback), so the agreement runs no more and the chunk is the
+ * default. */
 zap_status_t zap_allreduce_shm_large_init(zap_coll_op_t *op, const void *sendbuf, void *recvbuf, size_t count,
-                                          zap_dtype_t dt, zap_op_t zop);
+                                          zap_dtype_t dt, zap_op_t zop, bool agreed);
 
 zap_status_t zap_bcast_binomial_init(zap_coll_op_t *op, void *buf, size_t bytes, int root);
 zap_status_t zap_bcast_scatter_allgather_init(zap_coll_op_t *op, void *buf, size_t bytes, int root);

@@ -83,7 +83,7 @@ static zap_status_t check_liveness(const zap_coll_op_t *op, const zap_coll_shm_t
 }
 
 zap_status_t zap_coll_shm_gather(const zap_coll_op_t *op, const _Atomic uint64_t *first, size_t stride, uint64_t seq,
-                                 zap_coll_shm_wait_t *w)
+                                 bool at_least, zap_coll_shm_wait_t *w)
 {
     const zap_coll_shm_t *s = op->comm->shm;
     int p = s->size;
@@ -92,7 +92,8 @@ zap_status_t zap_coll_shm_gather(const zap_coll_op_t *op, const _Atomic uint64_t
         if ((w->seen >> q) & 1)
             continue;
         const _Atomic uint64_t *flag = (const _Atomic uint64_t *)((const char *)first + (size_t)q * stride);
-        if (atomic_load_explicit(flag, memory_order_acquire) == seq)
+        uint64_t v = atomic_load_explicit(flag, memory_order_acquire);
+        if (v == seq || (at_least && v > seq))
             w->seen |= UINT64_C(1) << q;
     }
     if (w->seen == all)
@@ -115,7 +116,7 @@ static zap_status_t gather_slots(zap_coll_op_t *op, zap_coll_shm_t *s)
 {
     zap_coll_rd_t *rd = &op->rd;
     return zap_coll_shm_gather(op, &zap_coll_shm_slot(s, rd->shm_seq, 0)->seq, ZAP_COLL_SHM_SLOT_BYTES, rd->shm_seq,
-                               &rd->shm_wait);
+                               false, &rd->shm_wait);
 }
 
 zap_status_t zap_coll_shm_progress(zap_coll_op_t *op)
@@ -212,7 +213,7 @@ zap_status_t zap_allreduce_shm_init(zap_coll_op_t *op, const void *sendbuf, void
                                     zap_dtype_t dt, zap_op_t zop)
 {
     if (count * zap_dtype_size(dt) > ZAP_COLL_SHM_PAYLOAD)
-        return zap_allreduce_shm_large_init(op, sendbuf, recvbuf, count, dt, zop);
+        return zap_allreduce_shm_large_init(op, sendbuf, recvbuf, count, dt, zop, false);
     shm_allreduce_t *a = (shm_allreduce_t *)op->alg_state;
     a->recvbuf = recvbuf;
     a->bytes = count * zap_dtype_size(dt);

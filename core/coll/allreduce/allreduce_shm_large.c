@@ -10,6 +10,11 @@
  *      into the result area; publish red_seq = k;
  *   3. once every red_seq holds k: copy the whole result out.
  *
+ * The vector moves in chunks of 128 KiB, each through the three steps, so
+ * that what all ranks write and read at once stays in cache (whole vectors
+ * measured superlinear: 8 ranks on the H200 host took 500-680 us at 1 MiB
+ * against 200 us at 512 KiB). The flags then hold (k, chunk), increasing.
+ *
  * Every element is combined in the same order as by direct and by the small
  * exchange, once, by one rank, and every rank copies the same bytes: results
  * are identical on every rank and to those algorithms'. Per rank it moves n
@@ -28,56 +33,95 @@
 #include "base/log.h"
 #include <string.h>
 
+/* The vector goes through in chunks of this many bytes (whole elements), so
+ * what the ranks write and read at once stays in cache; each chunk takes the
+ * three steps. ZAP_COLL_PIPELINE_BYTES, when set, replaces it; the chunk
+ * rides in the argument header, so ranks set differently report a mismatch
+ * instead of reading each other's chunks wrong. */
+#define CHUNK_BYTES ((size_t)128 << 10)
+
 typedef struct shm_large {
     const void *src;
     void *dst;
     size_t count;
+    size_t chunk_elems;
+    size_t chunk;  /* the chunk being moved */
     zap_dtype_t dt;
     zap_op_t zop;
-    int step; /* 1, 2, 3 as above: the step this rank is at */
+    int step; /* 1, 2, 3 as above, for the current chunk */
     zap_coll_shm_wait_t wait;
 } shm_large_t;
 _Static_assert(sizeof(shm_large_t) <= ZAP_COLL_ALG_STATE_BYTES, "state too large");
 
-/* Elements [lo, hi) of block q of count split over p. */
-static void block(size_t count, int p, int q, size_t *lo, size_t *hi)
+/* A flag's value for chunk j of large exchange k: increasing over chunks
+ * and exchanges, so a wait asks for at least it. */
+static uint64_t tag(uint64_t k, size_t j) { return k << 24 | (uint64_t)(j + 1); }
+
+/* Elements [lo, hi) of block q of n split over p. */
+static void block(size_t n, int p, int q, size_t *lo, size_t *hi)
 {
-    size_t base = count / (size_t)p, extra = count % (size_t)p;
+    size_t base = n / (size_t)p, extra = n % (size_t)p;
     *lo = base * (size_t)q + ((size_t)q < extra ? (size_t)q : extra);
     *hi = *lo + base + ((size_t)q < extra ? 1 : 0);
 }
 
-static void reduce_own_block(zap_coll_shm_t *s, const shm_large_t *a)
+/* The current chunk's first element and length. */
+static void chunk_range(const shm_large_t *a, size_t *first, size_t *n)
 {
-    size_t es = zap_dtype_size(a->dt), lo, hi;
-    block(a->count, s->size, s->rank, &lo, &hi);
-    if (hi == lo)
-        return;
-    unsigned char *out = s->big_out + lo * es;
-    memcpy(out, s->big_in + lo * es, (hi - lo) * es);
-    for (int q = 1; q < s->size; q++)
-        zap_reduce_cpu(a->dt, a->zop, out, out, s->big_in + (size_t)q * s->big_bytes + lo * es, hi - lo);
+    *first = a->chunk * a->chunk_elems;
+    *n = a->count - *first < a->chunk_elems ? a->count - *first : a->chunk_elems;
 }
 
-/* Steps 2 and 3 from wherever this rank is; a request the caller freed
- * (op->discard) writes no result. */
+static void reduce_own_block(zap_coll_shm_t *s, const shm_large_t *a)
+{
+    size_t es = zap_dtype_size(a->dt), first, n, lo, hi;
+    chunk_range(a, &first, &n);
+    block(n, s->size, s->rank, &lo, &hi);
+    if (hi == lo)
+        return;
+    size_t at = (first + lo) * es;
+    unsigned char *out = s->big_out + at;
+    memcpy(out, s->big_in + at, (hi - lo) * es);
+    for (int q = 1; q < s->size; q++)
+        zap_reduce_cpu(a->dt, a->zop, out, out, s->big_in + (size_t)q * s->big_bytes + at, hi - lo);
+}
+
+/* Steps 1 to 3 for every chunk from wherever this rank is; a request the
+ * caller freed (op->discard) writes no result. */
 static zap_status_t advance(zap_coll_op_t *op, shm_large_t *a)
 {
     zap_coll_shm_t *s = op->comm->shm;
     uint64_t k = op->shm_big_seq;
+    size_t es = zap_dtype_size(a->dt);
     zap_status_t st;
-    if (a->step == 2) {
-        if ((st = zap_coll_shm_gather(op, &s->ctl[0].in_seq, sizeof(s->ctl[0]), k, &a->wait)) != ZAP_OK)
+    for (;;) {
+        size_t first, n;
+        chunk_range(a, &first, &n);
+        uint64_t t = tag(k, a->chunk);
+        if (a->step == 1) {
+            zap_coll_copy(op, s->big_in + (size_t)s->rank * s->big_bytes + first * es,
+                          (const unsigned char *)a->src + first * es, n * es);
+            atomic_store_explicit(&s->ctl[s->rank].in_seq, t, memory_order_release);
+            a->step = 2;
+            a->wait = (zap_coll_shm_wait_t){0, 0, 0};
+        }
+        if (a->step == 2) {
+            if ((st = zap_coll_shm_gather(op, &s->ctl[0].in_seq, sizeof(s->ctl[0]), t, true, &a->wait)) != ZAP_OK)
+                return st;
+            reduce_own_block(s, a);
+            atomic_store_explicit(&s->ctl[s->rank].red_seq, t, memory_order_release);
+            a->step = 3;
+            a->wait = (zap_coll_shm_wait_t){0, 0, 0};
+        }
+        if ((st = zap_coll_shm_gather(op, &s->ctl[0].red_seq, sizeof(s->ctl[0]), t, true, &a->wait)) != ZAP_OK)
             return st;
-        reduce_own_block(s, a);
-        atomic_store_explicit(&s->ctl[s->rank].red_seq, k, memory_order_release);
-        a->step = 3;
-        a->wait = (zap_coll_shm_wait_t){0, 0, 0};
+        if (!op->discard)
+            zap_coll_copy(op, (unsigned char *)a->dst + first * es, s->big_out + first * es, n * es);
+        if (first + n >= a->count)
+            break;
+        a->chunk++;
+        a->step = 1;
     }
-    if ((st = zap_coll_shm_gather(op, &s->ctl[0].red_seq, sizeof(s->ctl[0]), k, &a->wait)) != ZAP_OK)
-        return st;
-    if (!op->discard)
-        zap_coll_copy(op, a->dst, s->big_out, a->count * zap_dtype_size(a->dt));
     s->big_done = k;
     return ZAP_OK;
 }
@@ -86,7 +130,7 @@ static zap_status_t large_progress(zap_coll_op_t *op)
 {
     zap_coll_shm_t *s = op->comm->shm;
     shm_large_t *a = (shm_large_t *)op->alg_state;
-    if (a->step == 1) {
+    if (a->step == 0) {
         /* Numbered only once the arguments agreed, in the same progress call:
          * agreements complete in post order on every rank, and a call that
          * ends in a mismatch (on every rank) takes no number. */
@@ -100,27 +144,31 @@ static zap_status_t large_progress(zap_coll_op_t *op)
         }
         if (s->big_done + 1 != op->shm_big_seq)
             return ZAP_INPROGRESS; /* an earlier large exchange of this rank is not finished */
-        zap_coll_copy(op, s->big_in + (size_t)s->rank * s->big_bytes, a->src, a->count * zap_dtype_size(a->dt));
-        atomic_store_explicit(&s->ctl[s->rank].in_seq, op->shm_big_seq, memory_order_release);
-        a->step = 2;
-        a->wait = (zap_coll_shm_wait_t){0, 0, 0};
+        a->step = 1;
     }
     return advance(op, a);
 }
 
 zap_status_t zap_allreduce_shm_large_init(zap_coll_op_t *op, const void *sendbuf, void *recvbuf, size_t count,
-                                          zap_dtype_t dt, zap_op_t zop)
+                                          zap_dtype_t dt, zap_op_t zop, bool agreed)
 {
     zap_coll_shm_t *s = op->comm->shm;
     if (s == NULL || count * zap_dtype_size(dt) > s->big_bytes)
         return ZAP_ERR_INVALID_PARAM; /* the caller's choice says it fits */
+    /* After an agreement without the chunk in it (the GPU path's fallback),
+     * the default; otherwise the setting, agreed with the arguments. */
+    size_t chunk = agreed ? CHUNK_BYTES : zap_coll_segment_bytes(SIZE_MAX, 1, CHUNK_BYTES, CHUNK_BYTES);
+    if (!agreed && chunk != CHUNK_BYTES)
+        op->hdr_own.min[ZAP_HDR_EXTRA] = op->hdr_own.max[ZAP_HDR_EXTRA] = chunk;
     shm_large_t *a = (shm_large_t *)op->alg_state;
     a->src = sendbuf;
     a->dst = recvbuf;
     a->count = count;
     a->dt = dt;
     a->zop = zop;
-    a->step = 1;
+    a->step = 0;
+    a->chunk = 0;
+    a->chunk_elems = chunk / zap_dtype_size(dt) > 0 ? chunk / zap_dtype_size(dt) : 1;
     a->wait = (zap_coll_shm_wait_t){0, 0, 0};
     zap_status_t st = zap_coll_rd_init(op, 0, NULL, 0, dt, zop);
     if (st != ZAP_OK)
@@ -145,6 +193,7 @@ int zap_coll_shm_large_first_missing(const zap_coll_op_t *op)
     const shm_large_t *a = (const shm_large_t *)op->alg_state;
     if (a->step < 2)
         return -1;
+    /* Ranks whose flag for the current chunk and step is not there yet. */
     for (int q = 0; q < s->size; q++)
         if (!((a->wait.seen >> q) & 1))
             return q;

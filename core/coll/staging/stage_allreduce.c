@@ -64,7 +64,7 @@ static zap_status_t fall_back(zap_coll_op_t *op)
     int alg = s->host_alg;
     zap_coll_rd_release(op);
     zap_status_t st = alg == ZAP_AR_RING  ? zap_allreduce_ring_init(op, src, dst, count, dt, zop)
-                      : alg == ZAP_AR_SHM ? zap_allreduce_shm_large_init(op, src, dst, count, dt, zop)
+                      : alg == ZAP_AR_SHM ? zap_allreduce_shm_large_init(op, src, dst, count, dt, zop, true)
                                           : zap_allreduce_rabenseifner_init(op, src, dst, count, dt, zop);
     if (st != ZAP_OK)
         return st;
