@@ -61,9 +61,9 @@ static const cfg_row_t rows[] = {
                                 "Allreduce algorithm; auto chooses by message size and rank count "
                                 "(zap-info prints the table)."},
                                CFG_CHOICE, "auto|rd|rabenseifner|ring|direct|shm", 0, 0},
-    [ZAP_CFG_BCAST_ALG] = {{"ZAP_BCAST_ALG", "auto", "auto|binomial|scatter_allgather|chain|rd",
+    [ZAP_CFG_BCAST_ALG] = {{"ZAP_BCAST_ALG", "auto", "auto|binomial|scatter_allgather|chain|rd|shm",
                             "Broadcast algorithm; auto chooses by message size and rank count."},
-                           CFG_CHOICE, "auto|binomial|scatter_allgather|chain|rd", 0, 0},
+                           CFG_CHOICE, "auto|binomial|scatter_allgather|chain|rd|shm", 0, 0},
     [ZAP_CFG_COLL_PIPELINE_BYTES] = {{"ZAP_COLL_PIPELINE_BYTES", "256K", "bytes, 4K to 64M",
                                       "Segment size of pipelined collectives (ring allreduce, chain "
                                       "broadcast). Unset: chosen per message size, at most 256K "
@@ -96,16 +96,17 @@ static const cfg_row_t rows[] = {
                                      "ZAP_COLL_GPU_PATH=auto."},
                                     CFG_SIZE, NULL, 0, 1024 * GiB},
     [ZAP_CFG_COLL_SHM] = {{"ZAP_COLL_SHM", "auto", "auto|off",
-                           "Communicators whose ranks are processes on one host: allreduces agree, and "
-                           "exchange vectors up to ZAP_COLL_SHM_LARGE_BYTES, through a shared-memory segment "
-                           "instead of the transport (auto), or always use the transport (off). Off where "
-                           "any rank says off, and under ZAP_CHECKSUM=1."},
+                           "Communicators whose ranks are processes on one host: allreduces and broadcasts "
+                           "agree, and move data up to ZAP_COLL_SHM_LARGE_BYTES, through a shared-memory "
+                           "segment instead of the transport (auto), or always use the transport (off). Off "
+                           "where any rank says off, and under ZAP_CHECKSUM=1."},
                           CFG_CHOICE, "auto|off", 0, 0},
-    [ZAP_CFG_COLL_SHM_LARGE_BYTES] = {{"ZAP_COLL_SHM_LARGE_BYTES", "4M", "bytes, 0 to 64M",
-                                       "Largest allreduce the shared-memory segment carries (ranks on one "
-                                       "host); each communicator reserves this per rank plus one more in "
-                                       "/dev/shm, at most 64M in all (fewer bytes on many ranks). 0: vectors "
-                                       "up to 4032 bytes only. Rank 0's value holds for all."},
+    [ZAP_CFG_COLL_SHM_LARGE_BYTES] = {{"ZAP_COLL_SHM_LARGE_BYTES", "16M", "bytes, 0 to 64M",
+                                       "Largest allreduce or broadcast the shared-memory segment carries "
+                                       "(ranks on one host); each communicator reserves this per rank plus "
+                                       "one more in /dev/shm, at most 64M in all, and at most 512K per rank "
+                                       "above 4 ranks (where the transport algorithms are faster beyond). 0: "
+                                       "4032 bytes only. Rank 0's value holds for all."},
                                       CFG_SIZE, NULL, 0, 64 * MiB},
 };
 

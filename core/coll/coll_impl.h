@@ -308,7 +308,7 @@ typedef struct zap_coll_alg {
 
 /* Allreduce algorithms, in ZAP_ALLREDUCE_ALG's order after "auto". */
 enum { ZAP_AR_RD, ZAP_AR_RABENSEIFNER, ZAP_AR_RING, ZAP_AR_DIRECT, ZAP_AR_SHM, ZAP_AR_NALGS };
-enum { ZAP_BC_BINOMIAL, ZAP_BC_SCATTER_ALLGATHER, ZAP_BC_CHAIN, ZAP_BC_RD, ZAP_BC_NALGS };
+enum { ZAP_BC_BINOMIAL, ZAP_BC_SCATTER_ALLGATHER, ZAP_BC_CHAIN, ZAP_BC_RD, ZAP_BC_SHM, ZAP_BC_NALGS };
 
 /* A blocking recursive-doubling allreduce that ignores ZAP_ALLREDUCE_ALG
  * (for zap's own exchanges: communicator ids). */
@@ -339,6 +339,18 @@ zap_status_t zap_bcast_scatter_allgather_init(zap_coll_op_t *op, void *buf, size
 zap_status_t zap_bcast_chain_init(zap_coll_op_t *op, void *buf, size_t bytes, int root);
 /* Runs the argument agreement too (the others are followed by it). */
 zap_status_t zap_bcast_rd_init(zap_coll_op_t *op, void *buf, size_t bytes, int root);
+/* The large shared-memory broadcast (bcast_shm.c), after the agreement;
+ * agreed as for zap_allreduce_shm_large_init. The small one is
+ * zap_bcast_rd_init with op->shm_agree set. */
+zap_status_t zap_bcast_shm_large_init(zap_coll_op_t *op, void *buf, size_t bytes, int root, bool agreed);
+int zap_coll_shm_bcast_first_missing(const zap_coll_op_t *op);
+
+/* Whether op's algorithm is the shared-memory allreduce or broadcast. */
+static inline bool zap_coll_is_shm_alg(const zap_coll_op_t *op)
+{
+    return (op->kind == ZAP_COLL_ALLREDUCE && op->alg == ZAP_AR_SHM) ||
+           (op->kind == ZAP_COLL_BCAST && op->alg == ZAP_BC_SHM);
+}
 
 /* ZAP_ALLREDUCE_ALG or ZAP_BCAST_ALG as an index (0: auto), read on every
  * call (programs change them between calls) but parsed again only when its

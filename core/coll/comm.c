@@ -300,19 +300,11 @@ void zap_comm_destroy(zap_comm_t *comm)
 int zap_comm_rank(const zap_comm_t *comm) { return comm ? comm->rank : -1; }
 int zap_comm_size(const zap_comm_t *comm) { return comm ? comm->size : -1; }
 int zap_comm_shared_memory(const zap_comm_t *comm) { return comm != NULL && comm->shm != NULL; }
-/* Above 4 ranks the large form loses to the ring beyond 512 KiB (8 ranks on
- * the H200 host: 1 MiB 500-680 us against the ring's 430-450, 2-4 MiB about
- * 2x slower), while up to 4 ranks it wins to 4 MiB (dev: 4 ranks 1 MiB
- * 354-903 us against 763-770, 2 ranks 147 against 610); docs/collectives.md. */
-#define SHM_AUTO_LARGE_MANY_RANKS ((size_t)512 << 10)
-
 size_t zap_comm_shared_memory_bytes(const zap_comm_t *comm)
 {
     if (comm == NULL || comm->shm == NULL)
         return 0;
-    size_t big = comm->shm->big_bytes;
-    if (comm->size > 4 && big > SHM_AUTO_LARGE_MANY_RANKS)
-        big = SHM_AUTO_LARGE_MANY_RANKS;
+    size_t big = comm->shm->big_bytes; /* sized by rank count where it is made (shm_segment.c) */
     return big > ZAP_COLL_SHM_MAX_BYTES ? big : ZAP_COLL_SHM_MAX_BYTES;
 }
 zap_transport_t *zap_comm_transport(const zap_comm_t *comm) { return comm ? comm->t : NULL; }
@@ -530,7 +522,7 @@ static zap_status_t coll_req_wait(zap_request_t *req, double deadline)
     }
 }
 
-/* A pending allreduce freed by its caller on a communicator with shared
+/* A pending allreduce or broadcast freed by its caller on a communicator with shared
  * memory: finish this rank's part (its data is read now, during the free; no
  * result is written), at most ZAP_TIMEOUT, so that the other ranks complete
  * normally and the segment's exchange order holds. Only the shared-memory
@@ -542,7 +534,7 @@ static void drain(zap_coll_op_t *op)
     double deadline = 0;
     op->discard = true;
     for (unsigned n = 1; op->status == ZAP_INPROGRESS; n++) {
-        if (op->alg != ZAP_AR_SHM && !(op->agreeing && op->rd.shm))
+        if (!zap_coll_is_shm_alg(op) && !(op->agreeing && op->rd.shm))
             return;
         comm_progress(op->comm); /* earlier operations first: their exchanges come before */
         if ((n & 1023) == 0) {
@@ -559,7 +551,7 @@ static void drain(zap_coll_op_t *op)
 static void free_op(zap_coll_op_t *op, bool may_drain)
 {
     if (may_drain && op->active && op->status == ZAP_INPROGRESS && !op->timed_out && op->comm->shm != NULL &&
-        op->kind == ZAP_COLL_ALLREDUCE)
+        (op->kind == ZAP_COLL_ALLREDUCE || op->kind == ZAP_COLL_BCAST))
         drain(op);
     if (op->active)
         active_remove(op);

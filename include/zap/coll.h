@@ -136,10 +136,10 @@ ZAP_API zap_transport_t *zap_comm_transport(const zap_comm_t *comm);
  * allreduce's argument agreement) through shared memory instead of the
  * transport (ZAP_COLL_SHM, docs/collectives.md): 1, else 0 (also for NULL). */
 ZAP_API int zap_comm_shared_memory(const zap_comm_t *comm);
-/* The largest allreduce, in bytes, such a communicator carries in shared
- * memory under ZAP_ALLREDUCE_ALG=auto: ZAP_COLL_SHM_MAX_BYTES in a slot, or
- * the large area's size (ZAP_COLL_SHM_LARGE_BYTES; at most 512 KiB on more
- * than 4 ranks, where the ring is faster beyond); 0 without a segment. */
+/* The largest allreduce or broadcast, in bytes, such a communicator carries
+ * in shared memory: ZAP_COLL_SHM_MAX_BYTES in a slot, or the large area's
+ * size (ZAP_COLL_SHM_LARGE_BYTES, capped by rank count); 0 without a
+ * segment. */
 ZAP_API size_t zap_comm_shared_memory_bytes(const zap_comm_t *comm);
 /* What one slot carries (one cache line of header, then the vector). */
 #define ZAP_COLL_SHM_MAX_BYTES 4032

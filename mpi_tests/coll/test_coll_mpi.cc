@@ -207,7 +207,7 @@ TEST_P(BcastMpi, MatchesMpiBcastForEveryRootAndSize)
     unsetenv("ZAP_COLL_PIPELINE_BYTES");
 }
 
-INSTANTIATE_TEST_SUITE_P(Alg, BcastMpi, ::testing::Values("auto", "binomial", "scatter_allgather", "chain", "rd"));
+INSTANTIATE_TEST_SUITE_P(Alg, BcastMpi, ::testing::Values("auto", "binomial", "scatter_allgather", "chain", "rd", "shm"));
 
 TEST_F(CollMpi, ScattervMatchesMpiScatterv)
 {
@@ -457,6 +457,52 @@ TEST_F(CollMpi, SharedMemoryManyOutstandingAndFreedEarly)
     EXPECT_EQ(b, size - 1);
     EXPECT_EQ(zap_allreduce(comm_, lin.data(), lout.data(), big, ZAP_DT_INT32, ZAP_OP_SUM), ZAP_OK);
     EXPECT_EQ(lout[big - 1], size);
+}
+
+// Broadcasts and allreduces share the segment's large area and its order:
+// many of both outstanding at once, from different roots, waited in reverse,
+// then a freed broadcast. Each root's data and each sum are checked.
+TEST_F(CollMpi, SharedMemoryBroadcastsAndAllreducesInterleaved)
+{
+    int rank = MpiRank(), size = MpiSize();
+    const size_t n = 300000; // 1.2 MB: the large area, several chunks
+    const int ops = 8;
+    std::vector<std::vector<int32_t>> in(ops, std::vector<int32_t>(n)), out(ops, std::vector<int32_t>(n, -1));
+    std::vector<zap_request_t *> req(ops);
+    for (int i = 0; i < ops; i++) {
+        int root = i % size;
+        for (size_t j = 0; j < n; j++)
+            in[i][j] = (i % 2 == 0) ? (rank == root ? (int32_t)(i * 1000003 + j) : 0) : rank + i + (int)(j % 5);
+        if (i % 2 == 0)
+            ASSERT_EQ(zap_ibcast(comm_, in[i].data(), n, ZAP_DT_INT32, root, &req[i]), ZAP_OK);
+        else
+            ASSERT_EQ(zap_iallreduce(comm_, in[i].data(), out[i].data(), n, ZAP_DT_INT32, ZAP_OP_SUM, &req[i]), ZAP_OK);
+    }
+    for (int i = ops - 1; i >= 0; i--) {
+        EXPECT_EQ(zap_request_wait(req[i]), ZAP_OK) << i;
+        zap_request_free(req[i]);
+    }
+    for (int i = 0; i < ops; i++)
+        for (size_t j : {(size_t)0, (size_t)131071, n / 2, n - 1}) {
+            if (i % 2 == 0)
+                ASSERT_EQ(in[i][j], (int32_t)(i * 1000003 + j)) << "bcast " << i << " element " << j;
+            else
+                ASSERT_EQ(out[i][j], size * (size - 1) / 2 + size * (i + (int)(j % 5))) << "allreduce " << i;
+        }
+    // A broadcast freed before its wait still delivers to the others.
+    std::vector<int32_t> v(n, rank == 0 ? 7 : 0);
+    zap_request_t *r = nullptr;
+    ASSERT_EQ(zap_ibcast(comm_, v.data(), n, ZAP_DT_INT32, 0, &r), ZAP_OK);
+    if (rank == 0) {
+        zap_request_free(r);
+    } else {
+        EXPECT_EQ(zap_request_wait(r), ZAP_OK);
+        zap_request_free(r);
+        EXPECT_EQ(v[n - 1], 7);
+    }
+    int32_t a = 1, b = 0;
+    EXPECT_EQ(zap_allreduce(comm_, &a, &b, 1, ZAP_DT_INT32, ZAP_OP_SUM), ZAP_OK);
+    EXPECT_EQ(b, size);
 }
 
 // Counts on both sides of the shared-memory size bound meet in one exchange:

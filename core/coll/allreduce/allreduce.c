@@ -133,11 +133,7 @@ static zap_status_t post(zap_comm_t *comm, const void *sendbuf, void *recvbuf, s
     int alg = idx == 0 ? (local == ZAP_OK ? auto_alg(comm, count * esize, shm) : ZAP_AR_RD) : idx - 1;
     if (alg == ZAP_AR_DIRECT && !flat)
         alg = ZAP_AR_RD; /* oversubscribed auto, or forced beyond ZAP_COLL_FLAT_MAX_RANKS: recursive doubling */
-    /* Forced shm carries up to the whole large area; auto stops earlier on
-     * many ranks (zap_comm_shared_memory_bytes). */
-    size_t shm_max = shm ? (comm->shm->big_bytes > ZAP_COLL_SHM_PAYLOAD ? comm->shm->big_bytes : ZAP_COLL_SHM_PAYLOAD)
-                         : 0;
-    if (alg == ZAP_AR_SHM && (!shm || count * esize > shm_max))
+    if (alg == ZAP_AR_SHM && (!shm || count * esize > zap_comm_shared_memory_bytes(comm)))
         alg = shm ? auto_alg(comm, count * esize, false) : ZAP_AR_RD;
     zap_coll_op_t *op = NULL;
     zap_status_t st = zap_coll_op_get(comm, ZAP_COLL_ALLREDUCE, local == ZAP_OK ? alg : 0xff, &op);

@@ -80,7 +80,7 @@ static zap_status_t rd_setup(zap_coll_op_t *op, int phase, const void *data, siz
     size_t stride = (rd->msg_bytes + 63) & ~(size_t)63;
     rd->stride = stride;
     rd->flat = op->flat_agree && root < 0;
-    rd->shm = op->shm_agree && root < 0;
+    rd->shm = op->shm_agree; /* allreduce or broadcast (bcast_shm.c) */
     size_t slots = rd->flat ? (size_t)op->comm->size : rd->shm ? 1 : 2;
     bool host = op->mem != ZAP_MEM_DEVICE && op->mem != ZAP_MEM_MANAGED;
     if ((count == 0 || host) && slots * stride <= ZAP_COLL_RD_INLINE_BYTES) {

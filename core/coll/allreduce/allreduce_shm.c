@@ -62,7 +62,7 @@ static void publish(zap_coll_op_t *op, zap_coll_shm_t *s)
     zap_coll_shm_slot_t *own = zap_coll_shm_slot(s, rd->shm_seq, s->rank);
     for (int f = 0; f < ZAP_HDR_NWORDS; f++)
         own->words[f] = op->hdr_own.min[f];
-    if (rd->count > 0)
+    if (rd->count > 0 && (rd->root < 0 || rd->root == s->rank)) /* a broadcast's data: the root's */
         zap_coll_copy(op, own->payload, rd->shm_src, rd->count * zap_dtype_size(rd->dt));
     atomic_store_explicit(&own->seq, rd->shm_seq, memory_order_release);
 }
@@ -155,8 +155,8 @@ zap_status_t zap_coll_shm_progress(zap_coll_op_t *op)
     if (rd->count > 0 && hdr_agreed(rd->acc)) {
         size_t bytes = rd->count * zap_dtype_size(rd->dt);
         unsigned char *dst = (unsigned char *)rd->acc + sizeof(zap_coll_hdr_t);
-        memcpy(dst, zap_coll_shm_slot(s, rd->shm_seq, 0)->payload, bytes);
-        for (int q = 1; q < p; q++)
+        memcpy(dst, zap_coll_shm_slot(s, rd->shm_seq, rd->root >= 0 ? rd->root : 0)->payload, bytes);
+        for (int q = 1; rd->root < 0 && q < p; q++)
             zap_reduce_cpu(rd->dt, rd->op, dst, dst, zap_coll_shm_slot(s, rd->shm_seq, q)->payload, rd->count);
     }
     s->done = rd->shm_seq;
@@ -184,7 +184,7 @@ int zap_coll_shm_first_missing(const zap_coll_op_t *op)
     if (s == NULL)
         return -1;
     if (!op->agreeing)
-        return zap_coll_shm_large_first_missing(op);
+        return op->kind == ZAP_COLL_BCAST ? zap_coll_shm_bcast_first_missing(op) : zap_coll_shm_large_first_missing(op);
     if (!op->rd.shm || op->rd.state != RD_STEP_WAIT)
         return -1;
     for (int q = 0; q < s->size; q++)

@@ -21,12 +21,15 @@
  * bytes in, reads n (p blocks of n/p), writes n/p and copies n out, with two
  * waits: against the transport ring's 2 (p - 1) message rounds.
  *
- * One area suffices. A rank overwrites its input for k only after finishing
+ * One area suffices (broadcasts use the result area too, bcast_shm.c). A rank
+ * overwrites its input for k only after finishing
  * k - 1, i.e. after seeing every red_seq at k - 1: every rank had read all
  * inputs of k - 1. It writes its result block for k only after seeing every
  * in_seq at k, which each rank published only after copying out all of
- * k - 1. A dead peer is named by pid as in the small exchange; a live one
- * that never comes ends the wait after ZAP_TIMEOUT (comm.c). */
+ * k - 1 (a broadcast's root is done early, but it reads no result). Each
+ * rank publishes fin_seq when done, which a broadcast root waits for. A dead
+ * peer is named by pid as in the small exchange; a live one that never
+ * comes ends the wait after ZAP_TIMEOUT (comm.c). */
 #include "coll/coll_impl.h"
 #include "coll/reduce/reduce.h"
 #include "coll/shm/shm.h"
@@ -52,10 +55,6 @@ typedef struct shm_large {
     zap_coll_shm_wait_t wait;
 } shm_large_t;
 _Static_assert(sizeof(shm_large_t) <= ZAP_COLL_ALG_STATE_BYTES, "state too large");
-
-/* A flag's value for chunk j of large exchange k: increasing over chunks
- * and exchanges, so a wait asks for at least it. */
-static uint64_t tag(uint64_t k, size_t j) { return k << 24 | (uint64_t)(j + 1); }
 
 /* Elements [lo, hi) of block q of n split over p. */
 static void block(size_t n, int p, int q, size_t *lo, size_t *hi)
@@ -97,7 +96,7 @@ static zap_status_t advance(zap_coll_op_t *op, shm_large_t *a)
     for (;;) {
         size_t first, n;
         chunk_range(a, &first, &n);
-        uint64_t t = tag(k, a->chunk);
+        uint64_t t = zap_coll_shm_tag(k, a->chunk);
         if (a->step == 1) {
             zap_coll_copy(op, s->big_in + (size_t)s->rank * s->big_bytes + first * es,
                           (const unsigned char *)a->src + first * es, n * es);
@@ -123,6 +122,7 @@ static zap_status_t advance(zap_coll_op_t *op, shm_large_t *a)
         a->step = 1;
     }
     s->big_done = k;
+    atomic_store_explicit(&s->ctl[s->rank].fin_seq, zap_coll_shm_fin(k), memory_order_release);
     return ZAP_OK;
 }
 

@@ -9,10 +9,15 @@
  *   chain              a pipeline 0 -> 1 -> ... -> p-1 in segments of
  *                      ZAP_COLL_PIPELINE_BYTES: (p - 2 + k) segment rounds,
  *                      n bytes per link. Very large messages.
+ *   shm                through the communicator's shared-memory segment
+ *                      (ranks on one host): the root's slot up to 4032 bytes,
+ *                      the large area beyond (bcast_shm.c). Before the rows,
+ *                      like the allreduce's.
  * Selection as in allreduce.c; ZAP_BCAST_ALG overrides. A broadcast moves
  * bytes, so every algorithm gives identical bytes trivially. */
 #include "coll/coll_impl.h"
 #include "coll/selection.h"
+#include "coll/shm/shm.h"
 #include "coll/staging/stage.h"
 #include "base/config_table.h"
 #include "base/log.h"
@@ -25,6 +30,8 @@ const zap_coll_alg_t zap_bcast_algs[ZAP_BC_NALGS] = {
                                   "medium and large messages"},
     [ZAP_BC_CHAIN] = {"chain", "pipelined chain in ZAP_COLL_PIPELINE_BYTES segments", "very large messages"},
     [ZAP_BC_RD] = {"rd", "recursive doubling carrying the data in the argument exchange", "small messages"},
+    [ZAP_BC_SHM] = {"shm", "the root's data through the shared-memory segment, one copy in and one out",
+                    "ranks on one host"},
 };
 
 const zap_coll_selection_row_t zap_bcast_rows[] = {
@@ -35,14 +42,18 @@ const zap_coll_selection_row_t zap_bcast_rows[] = {
 };
 const size_t zap_bcast_nrows = sizeof(zap_bcast_rows) / sizeof(zap_bcast_rows[0]);
 
-static zap_status_t choose(size_t bytes, int p, int *alg_p)
+/* shm (the agreement in shared memory) says whether the segment may carry the
+ * data, up to zap_comm_shared_memory_bytes; beyond, the rows. */
+static zap_status_t choose(const zap_comm_t *comm, size_t bytes, bool shm, int idx, int *alg_p)
 {
-    int idx = 0;
-    zap_status_t st = zap_coll_alg_setting(ZAP_CFG_BCAST_ALG, &idx);
-    if (st != ZAP_OK)
-        return st;
-    if (idx > 0) {
+    int p = comm->size;
+    size_t area = shm ? zap_comm_shared_memory_bytes(comm) : 0;
+    if (idx > 0 && (idx - 1 != ZAP_BC_SHM || bytes <= area)) {
         *alg_p = idx - 1;
+        return ZAP_OK;
+    }
+    if (shm && bytes <= area) {
+        *alg_p = ZAP_BC_SHM;
         return ZAP_OK;
     }
     const char *name = zap_coll_select_row(zap_bcast_rows, zap_bcast_nrows, bytes, p);
@@ -71,16 +82,29 @@ zap_status_t zap_ibcast(zap_comm_t *comm, void *buf, size_t count, zap_dtype_t d
     } else if (count > SIZE_MAX / esize) {
         local = ZAP_ERR_INVALID_PARAM;
     }
+    /* The setting decides the agreement's pattern (shared memory or not), so
+     * it is read even after a local error; unreadable, it counts as auto. */
+    int idx = 0;
+    zap_status_t sst = zap_coll_alg_setting(ZAP_CFG_BCAST_ALG, &idx);
+    if (sst != ZAP_OK) {
+        idx = 0;
+        if (local == ZAP_OK)
+            local = sst;
+    }
+    bool shm = comm->shm != NULL && (idx == 0 || idx - 1 == ZAP_BC_SHM);
     int alg = ZAP_BC_BINOMIAL;
     if (local == ZAP_OK)
-        local = choose(count * esize, comm->size, &alg);
+        local = choose(comm, count * esize, shm, idx, &alg);
     zap_coll_op_t *op = NULL;
     zap_status_t st = zap_coll_op_get(comm, ZAP_COLL_BCAST, local == ZAP_OK ? alg : 0xff, &op);
     if (st != ZAP_OK)
         return st;
-    /* rd carries the argument header in its data and is chosen for small
-     * messages only, as the allreduce's rd, which the GPU path leaves alone. */
-    bool staged = local == ZAP_OK && alg != ZAP_BC_RD &&
+    op->shm_agree = shm;
+    /* rd (and the small shm form, rd's engine in shared memory) carries the
+     * argument header in its data and is chosen for small messages only, as
+     * the allreduce's rd, which the GPU path leaves alone. */
+    bool small_shm = alg == ZAP_BC_SHM && count * esize <= ZAP_COLL_SHM_PAYLOAD;
+    bool staged = local == ZAP_OK && alg != ZAP_BC_RD && !small_shm &&
                   zap_stage_wanted(op, count * esize); /* GPU-resident path, staging/stage.h */
     zap_coll_hdr_init(op, count, dt, ZAP_OP_SUM, root, 0, local != ZAP_OK);
     if (local != ZAP_OK) {
@@ -93,9 +117,12 @@ zap_status_t zap_ibcast(zap_comm_t *comm, void *buf, size_t count, zap_dtype_t d
         case ZAP_BC_SCATTER_ALLGATHER: st = zap_bcast_scatter_allgather_init(op, buf, bytes, root); break;
         case ZAP_BC_CHAIN: st = zap_bcast_chain_init(op, buf, bytes, root); break;
         case ZAP_BC_RD: st = zap_bcast_rd_init(op, buf, bytes, root); break;
+        case ZAP_BC_SHM:
+            st = small_shm ? zap_bcast_rd_init(op, buf, bytes, root) : zap_bcast_shm_large_init(op, buf, bytes, root, false);
+            break;
         default: st = zap_bcast_binomial_init(op, buf, bytes, root); break;
         }
-        if (st == ZAP_OK && alg != ZAP_BC_RD) /* rd carries the agreement in its data */
+        if (st == ZAP_OK && alg != ZAP_BC_RD && !small_shm) /* rd carries the agreement in its data */
             st = zap_coll_rd_init(op, 0, NULL, 0, dt, ZAP_OP_SUM);
         if (st != ZAP_OK)
             zap_coll_op_fail_local(op, st);

@@ -42,13 +42,21 @@ typedef struct zap_coll_shm_slot {
     unsigned char payload[]; /* from byte 40; fits ZAP_COLL_SHM_SLOT_BYTES */
 } zap_coll_shm_slot_t;
 
-/* A rank's two flags of the large protocol, each on its own cache line. */
+/* A rank's flags of the large protocols, each on its own cache line. Values
+ * are zap_coll_shm_tag()s, increasing, so waits ask for at least one. */
 typedef struct zap_coll_shm_ctl {
-    _Atomic uint64_t in_seq;  /* this rank's input of that large exchange is in place */
+    _Atomic uint64_t in_seq;  /* this rank's input (a broadcast root's data) of that chunk is in place */
     unsigned char pad0[56];
-    _Atomic uint64_t red_seq; /* this rank's block of the result is in place */
+    _Atomic uint64_t red_seq; /* this rank's block of that chunk's result is in place */
     unsigned char pad1[56];
+    _Atomic uint64_t fin_seq; /* this rank is done with that large exchange (its result copied out) */
+    unsigned char pad2[56];
 } zap_coll_shm_ctl_t;
+
+/* The flag value for chunk j of large exchange k; zap_coll_shm_fin(k) is
+ * above every chunk of k and below every chunk of k + 1. */
+static inline uint64_t zap_coll_shm_tag(uint64_t k, size_t j) { return k << 24 | (uint64_t)(j + 1); }
+static inline uint64_t zap_coll_shm_fin(uint64_t k) { return k << 24 | 0xffffff; }
 
 typedef struct zap_coll_shm {
     void *base;

@@ -52,12 +52,22 @@ static size_t seg_bytes(int p, size_t big)
     return small_bytes(p) + (big > 0 ? ctl_bytes(p) + big * ((size_t)p + 1) : 0);
 }
 
+/* Above 4 ranks the large forms lose to the ring and the chain beyond
+ * 512 KiB (8 ranks on the H200 host: allreduce 1 MiB 500-680 us against the
+ * ring's 430-450, 2-4 MiB about 2x slower), while up to 4 ranks they win to
+ * 8 MiB and more (dev, 4 ranks, 8 MiB: allreduce 1.48-1.94x and broadcast
+ * 1.29-2.18x Open MPI with a 12 MiB area); docs/collectives.md. */
+#define BIG_MANY_RANKS_MAX ((size_t)512 << 10)
+
 /* The large area's per-rank size for p ranks under the setting: at most
- * BIG_TOTAL_MAX for the p inputs and the result, in whole 4 KiB pages, and
- * none below 64 KiB (the small slots and the transport cover that). */
+ * BIG_TOTAL_MAX for the p inputs and the result, at most BIG_MANY_RANKS_MAX
+ * above 4 ranks, in whole 4 KiB pages, and none below 64 KiB (the small
+ * slots and the transport cover that). */
 static size_t big_bytes_for(int p, uint64_t setting)
 {
     size_t cap = BIG_TOTAL_MAX / ((size_t)p + 1);
+    if (p > 4 && cap > BIG_MANY_RANKS_MAX)
+        cap = BIG_MANY_RANKS_MAX;
     size_t b = setting < cap ? (size_t)setting : cap;
     b = b / ZAP_COLL_SHM_SLOT_BYTES * ZAP_COLL_SHM_SLOT_BYTES;
     return b < ((size_t)64 << 10) ? 0 : b;

@@ -36,6 +36,7 @@ static zap_status_t fall_back(zap_coll_op_t *op)
     switch (alg) {
     case ZAP_BC_SCATTER_ALLGATHER: st = zap_bcast_scatter_allgather_init(op, buf, bytes, root); break;
     case ZAP_BC_CHAIN: st = zap_bcast_chain_init(op, buf, bytes, root); break;
+    case ZAP_BC_SHM: st = zap_bcast_shm_large_init(op, buf, bytes, root, true); break;
     default: st = zap_bcast_binomial_init(op, buf, bytes, root); break;
     }
     if (st != ZAP_OK)

@@ -1,0 +1,129 @@
+/* Shared-memory broadcast, for communicators whose ranks share one host
+ * (coll/shm/shm.h). Up to a slot's 4032 bytes it is the argument exchange
+ * itself (bcast_rd.c's engine in shared-memory mode: the root's slot carries
+ * the data, every rank copies it once every slot holds the exchange). Larger
+ * messages, up to the segment's large area, follow that agreement with a
+ * large exchange k (numbered as the allreduce's, allreduce_shm_large.c, whose
+ * area and flags it shares):
+ *
+ *   root: once every rank's fin_seq says it is done with exchange k - 1, copy
+ *         the buffer into the result area chunk by chunk, publishing in_seq
+ *         for each chunk; then done;
+ *   each other rank: copy each chunk out once the root's in_seq holds it;
+ *         then publish fin_seq.
+ *
+ * The root waits for fin_seq because a rank may still be copying out the
+ * previous exchange's result from the same area. One copy in and one copy out
+ * per rank, against the chain's p - 2 + k segment rounds over the transport.
+ * A dead root is named by pid; a dead reader is seen by the next exchange's
+ * root. */
+#include "coll/coll_impl.h"
+#include "coll/shm/shm.h"
+#include "base/log.h"
+#include <string.h>
+
+#define CHUNK_BYTES ((size_t)128 << 10)
+
+typedef struct bcast_shm {
+    void *buf;
+    size_t bytes;
+    size_t chunk_bytes;
+    size_t chunk;
+    int root;
+    int step; /* 0: not started, 1: moving chunks */
+    zap_coll_shm_wait_t wait;
+} bcast_shm_t;
+_Static_assert(sizeof(bcast_shm_t) <= ZAP_COLL_ALG_STATE_BYTES, "state too large");
+
+static void wait_for_root(zap_coll_shm_wait_t *w, const zap_coll_shm_t *s, int root)
+{
+    uint64_t all = s->size == 64 ? ~UINT64_C(0) : (UINT64_C(1) << s->size) - 1;
+    *w = (zap_coll_shm_wait_t){all & ~(UINT64_C(1) << root), 0, 0};
+}
+
+static zap_status_t bcast_large_progress(zap_coll_op_t *op)
+{
+    zap_coll_shm_t *s = op->comm->shm;
+    bcast_shm_t *b = (bcast_shm_t *)op->alg_state;
+    bool is_root = s->rank == b->root;
+    zap_status_t st;
+    if (b->step == 0) {
+        /* Numbered when the agreement succeeds, as the allreduce's. */
+        if (op->shm_big_seq == 0)
+            op->shm_big_seq = ++s->big_next;
+        if (s->big_abandoned) {
+            zap_error("coll: rank %d: an earlier large shared-memory collective on communicator %u ended without "
+                      "completing (an error, or its request freed early); later ones cannot run",
+                      op->comm->rank, op->comm->id);
+            return ZAP_ERR_CANCELED;
+        }
+        if (s->big_done + 1 != op->shm_big_seq)
+            return ZAP_INPROGRESS; /* an earlier large exchange of this rank is not finished */
+        b->step = 1;
+        if (is_root)
+            b->wait = (zap_coll_shm_wait_t){0, 0, 0};
+        else
+            wait_for_root(&b->wait, s, b->root);
+    }
+    uint64_t k = op->shm_big_seq;
+    if (is_root) {
+        /* Every rank done with the previous exchange's result (none before
+         * the first). */
+        if (k > 1 && (st = zap_coll_shm_gather(op, &s->ctl[0].fin_seq, sizeof(s->ctl[0]), zap_coll_shm_fin(k - 1),
+                                               true, &b->wait)) != ZAP_OK)
+            return st;
+        for (size_t at = 0, j = 0; at < b->bytes; at += b->chunk_bytes, j++) {
+            size_t n = b->bytes - at < b->chunk_bytes ? b->bytes - at : b->chunk_bytes;
+            zap_coll_copy(op, s->big_out + at, (const unsigned char *)b->buf + at, n);
+            atomic_store_explicit(&s->ctl[s->rank].in_seq, zap_coll_shm_tag(k, j), memory_order_release);
+        }
+    } else {
+        while (b->chunk * b->chunk_bytes < b->bytes) {
+            size_t at = b->chunk * b->chunk_bytes;
+            size_t n = b->bytes - at < b->chunk_bytes ? b->bytes - at : b->chunk_bytes;
+            if ((st = zap_coll_shm_gather(op, &s->ctl[0].in_seq, sizeof(s->ctl[0]), zap_coll_shm_tag(k, b->chunk),
+                                          true, &b->wait)) != ZAP_OK)
+                return st;
+            if (!op->discard)
+                zap_coll_copy(op, (unsigned char *)b->buf + at, s->big_out + at, n);
+            b->chunk++;
+            wait_for_root(&b->wait, s, b->root);
+        }
+    }
+    s->big_done = k;
+    atomic_store_explicit(&s->ctl[s->rank].fin_seq, zap_coll_shm_fin(k), memory_order_release);
+    return ZAP_OK;
+}
+
+zap_status_t zap_bcast_shm_large_init(zap_coll_op_t *op, void *buf, size_t bytes, int root, bool agreed)
+{
+    zap_coll_shm_t *s = op->comm->shm;
+    if (s == NULL || bytes > s->big_bytes)
+        return ZAP_ERR_INVALID_PARAM; /* the caller's choice says it fits */
+    /* The chunk is the setting's only where the arguments still agree (it
+     * rides in the header), as in the allreduce. */
+    size_t chunk = agreed ? CHUNK_BYTES : zap_coll_segment_bytes(SIZE_MAX, 1, CHUNK_BYTES, CHUNK_BYTES);
+    if (!agreed && chunk != CHUNK_BYTES)
+        op->hdr_own.min[ZAP_HDR_EXTRA] = op->hdr_own.max[ZAP_HDR_EXTRA] = chunk;
+    bcast_shm_t *b = (bcast_shm_t *)op->alg_state;
+    b->buf = buf;
+    b->bytes = bytes;
+    b->chunk_bytes = chunk;
+    b->chunk = 0;
+    b->root = root;
+    b->step = 0;
+    op->progress = bcast_large_progress;
+    return ZAP_OK;
+}
+
+int zap_coll_shm_bcast_first_missing(const zap_coll_op_t *op)
+{
+    const zap_coll_shm_t *s = op->comm->shm;
+    const bcast_shm_t *b = (const bcast_shm_t *)op->alg_state;
+    if (op->shm_big_seq == 0 || op->shm_big_seq <= s->big_done || b->step == 0)
+        return -1;
+    for (int q = 0; q < s->size; q++)
+        if (!((b->wait.seen >> q) & 1))
+            return q;
+    return -1;
+}
