@@ -73,6 +73,11 @@ ns_setup() {
 
 # ns_mpirun NP [mpirun args...] -- program args...: mpirun inside host 0 over
 # hosts 0..NS_HOSTS-1 (ranks placed round-robin), bounded by NS_RUN_TIMEOUT.
+# Each host gets its own /dev/shm (a private tmpfs in its own mount
+# namespace), as distinct machines have: zap's shared-memory collectives then
+# find no segment across hosts and everything crosses the veth links.
+# NS_SHARED_SHM=1 keeps the machine's /dev/shm shared, so the hosts' ranks
+# use the segment (kill_trials.sh does that on some trials).
 ns_mpirun() {
     local np=$1 i
     shift
@@ -81,11 +86,12 @@ ns_mpirun() {
     local -a pre=()
     while [ $# -gt 0 ] && [ "$1" != "--" ]; do pre+=("$1"); shift; done
     [ "${1:-}" = "--" ] && shift
-    timeout -s KILL "${NS_RUN_TIMEOUT:-120}" ip netns exec "$(ns_name 0)" unshare --uts \
+    timeout -s KILL "${NS_RUN_TIMEOUT:-120}" ip netns exec "$(ns_name 0)" unshare --uts --mount \
         env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
         UCX_TLS=self,tcp UCX_NET_DEVICES=$NS_IF UCX_WARN_UNUSED_ENV_VARS=n \
-        ZAP_TIMEOUT="${ZAP_TIMEOUT:-10}" ZAP_LOG_LEVEL="${ZAP_LOG_LEVEL:-warn}" \
-        sh -c 'hostname zaphost0; exec "$@"' sh \
+        ZAP_TIMEOUT="${ZAP_TIMEOUT:-10}" ZAP_LOG_LEVEL="${ZAP_LOG_LEVEL:-warn}" NS_SHARED_SHM="${NS_SHARED_SHM:-0}" \
+        sh -c '[ "$NS_SHARED_SHM" = 1 ] || mount -t tmpfs -o size=512m zapshm /dev/shm || exit 97
+               hostname zaphost0; exec "$@"' sh \
         mpirun -np "$np" --hostfile "$NS_TMP/hosts" --map-by node --oversubscribe \
         --mca plm_rsh_agent "$NETNS_DIR/ns-agent.sh" --mca plm_rsh_no_tree_spawn 1 \
         --mca pml ob1 --mca btl self,tcp --mca btl_tcp_if_include $NS_IF --mca oob_tcp_if_include $NS_IF \
