@@ -289,6 +289,18 @@ zap_status_t zap_coll_shm_gather(const zap_coll_op_t *op, const _Atomic uint64_t
 /* The large exchange (allreduce_shm_large.c): settle as zap_coll_shm_settle
  * for it; the first rank it still waits for, or -1. */
 void zap_coll_shm_large_settle(zap_coll_op_t *op);
+/* What both large forms (allreduce_shm_large.c, bcast_shm.c) do first, once
+ * the arguments agreed: take op's large exchange number (agreements complete
+ * in post order on every rank, and a mismatched call takes none), then
+ * ZAP_OK once this rank's previous large exchange is done, ZAP_INPROGRESS
+ * before, ZAP_ERR_CANCELED (logged) after an earlier one was abandoned. */
+zap_status_t zap_coll_shm_large_turn(zap_coll_op_t *op);
+/* The chunk a large form moves: the default after an agreement without it
+ * (agreed: the GPU path's fallback), else ZAP_COLL_PIPELINE_BYTES when set,
+ * written into op's header so ranks set differently report a mismatch. */
+size_t zap_coll_shm_large_chunk(zap_coll_op_t *op, bool agreed);
+/* The first rank whose bit is not in seen, or -1. */
+int zap_coll_shm_first_unseen(const zap_coll_op_t *op, uint64_t seen);
 int zap_coll_shm_large_first_missing(const zap_coll_op_t *op);
 zap_status_t zap_coll_rd_verdict(zap_coll_op_t *op);
 /* Advances it: ZAP_INPROGRESS, ZAP_OK (arguments agree), ZAP_ERR_MISMATCH
@@ -320,7 +332,9 @@ zap_status_t zap_allreduce_ring_init(zap_coll_op_t *op, const void *sendbuf, voi
                                      zap_dtype_t dt, zap_op_t zop);
 zap_status_t zap_allreduce_rd_init(zap_coll_op_t *op, const void *sendbuf, void *recvbuf, size_t count,
                                    zap_dtype_t dt, zap_op_t zop);
-/* Needs op->flat_agree set (the exchange it rides is the flat one). */
+/* Needs op->flat_agree set (the exchange it rides is the flat one), or
+ * op->shm_agree (the shared-memory allreduce, which is this algorithm on the
+ * shared-memory exchange). */
 zap_status_t zap_allreduce_direct_init(zap_coll_op_t *op, const void *sendbuf, void *recvbuf, size_t count,
                                        zap_dtype_t dt, zap_op_t zop);
 /* Needs op->shm_agree set and count * size within the communicator's

@@ -5,7 +5,8 @@
  * other rank's slot holds the same exchange, merges the p headers and reduces
  * the p vectors in rank order ((c0 op c1) op c2) ... op c(p-1), as the direct
  * algorithm does: every rank computes the same expression on the same
- * operands and holds identical bytes.
+ * operands and holds identical bytes (the allreduce itself is
+ * allreduce_direct.c's, on this exchange instead of the flat one).
  *
  * This is also the argument agreement of every allreduce on such a
  * communicator under ZAP_ALLREDUCE_ALG=auto (allreduce_rd.c's engine with
@@ -20,7 +21,8 @@
  * is alive but never arrives ends the wait after ZAP_TIMEOUT (comm.c names
  * it). Cost at 8 bytes: one cache line written, p - 1 read. Vectors above
  * a slot, up to the segment's large area, take allreduce_shm_large.c after
- * this exchange has agreed their arguments. */
+ * this exchange has agreed their arguments; a broadcast rides it the same
+ * way (bcast_shm.c). The helpers both large forms share are here too. */
 #include "coll/coll_impl.h"
 #include "coll/reduce/reduce.h"
 #include "coll/shm/shm.h"
@@ -87,7 +89,7 @@ zap_status_t zap_coll_shm_gather(const zap_coll_op_t *op, const _Atomic uint64_t
 {
     const zap_coll_shm_t *s = op->comm->shm;
     int p = s->size;
-    uint64_t all = p == 64 ? ~UINT64_C(0) : (UINT64_C(1) << p) - 1;
+    uint64_t all = zap_coll_shm_all_ranks(s);
     for (int q = 0; q < p && w->seen != all; q++) {
         if ((w->seen >> q) & 1)
             continue;
@@ -187,40 +189,49 @@ int zap_coll_shm_first_missing(const zap_coll_op_t *op)
         return op->kind == ZAP_COLL_BCAST ? zap_coll_shm_bcast_first_missing(op) : zap_coll_shm_large_first_missing(op);
     if (!op->rd.shm || op->rd.state != RD_STEP_WAIT)
         return -1;
-    for (int q = 0; q < s->size; q++)
-        if (!((op->rd.shm_wait.seen >> q) & 1))
+    return zap_coll_shm_first_unseen(op, op->rd.shm_wait.seen);
+}
+
+zap_status_t zap_coll_shm_large_turn(zap_coll_op_t *op)
+{
+    zap_coll_shm_t *s = op->comm->shm;
+    if (op->shm_big_seq == 0)
+        op->shm_big_seq = ++s->big_next;
+    if (s->big_abandoned) {
+        zap_error("coll: rank %d: an earlier large shared-memory collective on communicator %u ended without "
+                  "completing (an error, or its request freed early); later ones cannot run",
+                  op->comm->rank, op->comm->id);
+        return ZAP_ERR_CANCELED;
+    }
+    return s->big_done + 1 == op->shm_big_seq ? ZAP_OK : ZAP_INPROGRESS;
+}
+
+size_t zap_coll_shm_large_chunk(zap_coll_op_t *op, bool agreed)
+{
+    if (agreed)
+        return ZAP_COLL_SHM_CHUNK_BYTES;
+    size_t chunk = zap_coll_segment_bytes(SIZE_MAX, 1, ZAP_COLL_SHM_CHUNK_BYTES, ZAP_COLL_SHM_CHUNK_BYTES);
+    if (chunk != ZAP_COLL_SHM_CHUNK_BYTES)
+        op->hdr_own.min[ZAP_HDR_EXTRA] = op->hdr_own.max[ZAP_HDR_EXTRA] = chunk;
+    return chunk;
+}
+
+int zap_coll_shm_first_unseen(const zap_coll_op_t *op, uint64_t seen)
+{
+    for (int q = 0; q < op->comm->shm->size; q++)
+        if (!((seen >> q) & 1))
             return q;
     return -1;
 }
 
 /* --- the allreduce -------------------------------------------------------- */
 
-typedef struct shm_allreduce {
-    void *recvbuf;
-    size_t bytes;
-} shm_allreduce_t;
-_Static_assert(sizeof(shm_allreduce_t) <= ZAP_COLL_ALG_STATE_BYTES, "state too large");
-
-static zap_status_t shm_finish(zap_coll_op_t *op)
-{
-    shm_allreduce_t *a = (shm_allreduce_t *)op->alg_state;
-    if (!op->discard)
-        zap_coll_copy(op, a->recvbuf, zap_coll_rd_result(op), a->bytes);
-    return ZAP_OK;
-}
-
+/* Small vectors: the direct allreduce (every rank's vector, reduced in rank
+ * order) on this exchange instead of the flat one; larger: the large form. */
 zap_status_t zap_allreduce_shm_init(zap_coll_op_t *op, const void *sendbuf, void *recvbuf, size_t count,
                                     zap_dtype_t dt, zap_op_t zop)
 {
     if (count * zap_dtype_size(dt) > ZAP_COLL_SHM_PAYLOAD)
         return zap_allreduce_shm_large_init(op, sendbuf, recvbuf, count, dt, zop, false);
-    shm_allreduce_t *a = (shm_allreduce_t *)op->alg_state;
-    a->recvbuf = recvbuf;
-    a->bytes = count * zap_dtype_size(dt);
-    zap_status_t st = zap_coll_rd_init(op, 0, sendbuf, count, dt, zop);
-    if (st != ZAP_OK)
-        return st;
-    op->agreeing = true;
-    op->progress = shm_finish;
-    return ZAP_OK;
+    return zap_allreduce_direct_init(op, sendbuf, recvbuf, count, dt, zop);
 }

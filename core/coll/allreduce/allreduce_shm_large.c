@@ -36,13 +36,6 @@
 #include "base/log.h"
 #include <string.h>
 
-/* The vector goes through in chunks of this many bytes (whole elements), so
- * what the ranks write and read at once stays in cache; each chunk takes the
- * three steps. ZAP_COLL_PIPELINE_BYTES, when set, replaces it; the chunk
- * rides in the argument header, so ranks set differently report a mismatch
- * instead of reading each other's chunks wrong. */
-#define CHUNK_BYTES ((size_t)128 << 10)
-
 typedef struct shm_large {
     const void *src;
     void *dst;
@@ -128,22 +121,11 @@ static zap_status_t advance(zap_coll_op_t *op, shm_large_t *a)
 
 static zap_status_t large_progress(zap_coll_op_t *op)
 {
-    zap_coll_shm_t *s = op->comm->shm;
     shm_large_t *a = (shm_large_t *)op->alg_state;
     if (a->step == 0) {
-        /* Numbered only once the arguments agreed, in the same progress call:
-         * agreements complete in post order on every rank, and a call that
-         * ends in a mismatch (on every rank) takes no number. */
-        if (op->shm_big_seq == 0)
-            op->shm_big_seq = ++s->big_next;
-        if (s->big_abandoned) {
-            zap_error("coll: rank %d: an earlier large shared-memory allreduce on communicator %u ended without "
-                      "completing (an error, or its request freed early); later ones cannot run",
-                      op->comm->rank, op->comm->id);
-            return ZAP_ERR_CANCELED;
-        }
-        if (s->big_done + 1 != op->shm_big_seq)
-            return ZAP_INPROGRESS; /* an earlier large exchange of this rank is not finished */
+        zap_status_t st = zap_coll_shm_large_turn(op);
+        if (st != ZAP_OK)
+            return st;
         a->step = 1;
     }
     return advance(op, a);
@@ -155,11 +137,7 @@ zap_status_t zap_allreduce_shm_large_init(zap_coll_op_t *op, const void *sendbuf
     zap_coll_shm_t *s = op->comm->shm;
     if (s == NULL || count * zap_dtype_size(dt) > s->big_bytes)
         return ZAP_ERR_INVALID_PARAM; /* the caller's choice says it fits */
-    /* After an agreement without the chunk in it (the GPU path's fallback),
-     * the default; otherwise the setting, agreed with the arguments. */
-    size_t chunk = agreed ? CHUNK_BYTES : zap_coll_segment_bytes(SIZE_MAX, 1, CHUNK_BYTES, CHUNK_BYTES);
-    if (!agreed && chunk != CHUNK_BYTES)
-        op->hdr_own.min[ZAP_HDR_EXTRA] = op->hdr_own.max[ZAP_HDR_EXTRA] = chunk;
+    size_t chunk = zap_coll_shm_large_chunk(op, agreed);
     shm_large_t *a = (shm_large_t *)op->alg_state;
     a->src = sendbuf;
     a->dst = recvbuf;
@@ -191,11 +169,6 @@ int zap_coll_shm_large_first_missing(const zap_coll_op_t *op)
     if (op->shm_big_seq == 0 || op->shm_big_seq <= s->big_done)
         return -1;
     const shm_large_t *a = (const shm_large_t *)op->alg_state;
-    if (a->step < 2)
-        return -1;
     /* Ranks whose flag for the current chunk and step is not there yet. */
-    for (int q = 0; q < s->size; q++)
-        if (!((a->wait.seen >> q) & 1))
-            return q;
-    return -1;
+    return a->step < 2 ? -1 : zap_coll_shm_first_unseen(op, a->wait.seen);
 }

@@ -22,8 +22,6 @@
 #include "base/log.h"
 #include <string.h>
 
-#define CHUNK_BYTES ((size_t)128 << 10)
-
 typedef struct bcast_shm {
     void *buf;
     size_t bytes;
@@ -37,8 +35,7 @@ _Static_assert(sizeof(bcast_shm_t) <= ZAP_COLL_ALG_STATE_BYTES, "state too large
 
 static void wait_for_root(zap_coll_shm_wait_t *w, const zap_coll_shm_t *s, int root)
 {
-    uint64_t all = s->size == 64 ? ~UINT64_C(0) : (UINT64_C(1) << s->size) - 1;
-    *w = (zap_coll_shm_wait_t){all & ~(UINT64_C(1) << root), 0, 0};
+    *w = (zap_coll_shm_wait_t){zap_coll_shm_all_ranks(s) & ~(UINT64_C(1) << root), 0, 0};
 }
 
 static zap_status_t bcast_large_progress(zap_coll_op_t *op)
@@ -48,17 +45,8 @@ static zap_status_t bcast_large_progress(zap_coll_op_t *op)
     bool is_root = s->rank == b->root;
     zap_status_t st;
     if (b->step == 0) {
-        /* Numbered when the agreement succeeds, as the allreduce's. */
-        if (op->shm_big_seq == 0)
-            op->shm_big_seq = ++s->big_next;
-        if (s->big_abandoned) {
-            zap_error("coll: rank %d: an earlier large shared-memory collective on communicator %u ended without "
-                      "completing (an error, or its request freed early); later ones cannot run",
-                      op->comm->rank, op->comm->id);
-            return ZAP_ERR_CANCELED;
-        }
-        if (s->big_done + 1 != op->shm_big_seq)
-            return ZAP_INPROGRESS; /* an earlier large exchange of this rank is not finished */
+        if ((st = zap_coll_shm_large_turn(op)) != ZAP_OK)
+            return st;
         b->step = 1;
         if (is_root)
             b->wait = (zap_coll_shm_wait_t){0, 0, 0};
@@ -100,11 +88,7 @@ zap_status_t zap_bcast_shm_large_init(zap_coll_op_t *op, void *buf, size_t bytes
     zap_coll_shm_t *s = op->comm->shm;
     if (s == NULL || bytes > s->big_bytes)
         return ZAP_ERR_INVALID_PARAM; /* the caller's choice says it fits */
-    /* The chunk is the setting's only where the arguments still agree (it
-     * rides in the header), as in the allreduce. */
-    size_t chunk = agreed ? CHUNK_BYTES : zap_coll_segment_bytes(SIZE_MAX, 1, CHUNK_BYTES, CHUNK_BYTES);
-    if (!agreed && chunk != CHUNK_BYTES)
-        op->hdr_own.min[ZAP_HDR_EXTRA] = op->hdr_own.max[ZAP_HDR_EXTRA] = chunk;
+    size_t chunk = zap_coll_shm_large_chunk(op, agreed);
     bcast_shm_t *b = (bcast_shm_t *)op->alg_state;
     b->buf = buf;
     b->bytes = bytes;
@@ -122,8 +106,5 @@ int zap_coll_shm_bcast_first_missing(const zap_coll_op_t *op)
     const bcast_shm_t *b = (const bcast_shm_t *)op->alg_state;
     if (op->shm_big_seq == 0 || op->shm_big_seq <= s->big_done || b->step == 0)
         return -1;
-    for (int q = 0; q < s->size; q++)
-        if (!((b->wait.seen >> q) & 1))
-            return q;
-    return -1;
+    return zap_coll_shm_first_unseen(op, b->wait.seen);
 }

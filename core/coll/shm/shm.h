@@ -53,6 +53,11 @@ typedef struct zap_coll_shm_ctl {
     unsigned char pad2[56];
 } zap_coll_shm_ctl_t;
 
+/* The large forms move data in chunks of this many bytes, so that what all
+ * ranks write and read at once stays in cache (ZAP_COLL_PIPELINE_BYTES, when
+ * set, replaces it: zap_coll_shm_large_chunk). */
+#define ZAP_COLL_SHM_CHUNK_BYTES ((size_t)128 << 10)
+
 /* The flag value for chunk j of large exchange k; zap_coll_shm_fin(k) is
  * above every chunk of k and below every chunk of k + 1. */
 static inline uint64_t zap_coll_shm_tag(uint64_t k, size_t j) { return k << 24 | (uint64_t)(j + 1); }
@@ -74,6 +79,12 @@ typedef struct zap_coll_shm {
     uint64_t big_next, big_done; /* as next and done, for large exchanges */
     bool big_abandoned;
 } zap_coll_shm_t;
+
+/* One bit per rank of s. */
+static inline uint64_t zap_coll_shm_all_ranks(const zap_coll_shm_t *s)
+{
+    return s->size == 64 ? ~UINT64_C(0) : (UINT64_C(1) << s->size) - 1;
+}
 
 static inline zap_coll_shm_slot_t *zap_coll_shm_slot(const zap_coll_shm_t *s, uint64_t k, int rank)
 {
