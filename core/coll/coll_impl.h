@@ -165,7 +165,6 @@ struct zap_coll_op {
     bool flat_agree;            /* the argument exchange is flat (allreduce_direct.c), not recursive doubling */
     bool shm_agree;             /* the argument exchange is in shared memory (allreduce_shm.c) */
     uint64_t shm_big_seq;       /* its large shared-memory exchange (allreduce_shm_large.c), 0: none */
-    bool discard;               /* freed while pending: finish the shared-memory steps, write no result */
     bool timed_out;             /* a blocking wait on it gave up */
     int nreqs;
     zap_buf_t scratch;
@@ -371,6 +370,12 @@ static inline bool zap_coll_is_shm_alg(const zap_coll_op_t *op)
  * environment entry changed (comm.c); an unknown name is logged and
  * ZAP_ERR_INVALID_PARAM. */
 zap_status_t zap_coll_alg_setting(zap_cfg_id_t id, int *idx_p);
+/* The same setting where it decides the exchange pattern the other ranks
+ * expect (flat, shared memory or recursive doubling), so it is read even
+ * after a local error: its index, or 0 (auto) when it cannot be read, whose
+ * error then becomes *local_p unless that holds one already (every rank
+ * fails the same way). */
+int zap_coll_pattern_setting(zap_cfg_id_t id, zap_status_t *local_p);
 
 /* Bytes per pipeline segment (ZAP_COLL_PIPELINE_BYTES). */
 size_t zap_coll_pipeline_bytes(void);

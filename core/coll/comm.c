@@ -523,8 +523,9 @@ static zap_status_t coll_req_wait(zap_request_t *req, double deadline)
 }
 
 /* A pending allreduce or broadcast freed by its caller on a communicator with shared
- * memory: finish this rank's part (its data is read now, during the free; no
- * result is written), at most ZAP_TIMEOUT, so that the other ranks complete
+ * memory: finish it (its buffers are read and written now, during the free,
+ * as a wait would; a chunked large call may have written part of its result
+ * already), at most ZAP_TIMEOUT, so that the other ranks complete
  * normally and the segment's exchange order holds. Only the shared-memory
  * steps run: an algorithm over the transport is left at its agreement (and
  * cancelled, as on any communicator). Other pending operations of the
@@ -532,7 +533,6 @@ static zap_status_t coll_req_wait(zap_request_t *req, double deadline)
 static void drain(zap_coll_op_t *op)
 {
     double deadline = 0;
-    op->discard = true;
     for (unsigned n = 1; op->status == ZAP_INPROGRESS; n++) {
         if (!zap_coll_is_shm_alg(op) && !(op->agreeing && op->rd.shm))
             return;
@@ -794,6 +794,17 @@ size_t zap_coll_segment_bytes(size_t unit_bytes, size_t div, size_t lo, size_t h
     while (seg * 2 <= want && seg * 2 <= hi)
         seg *= 2;
     return seg < hi ? seg : hi;
+}
+
+int zap_coll_pattern_setting(zap_cfg_id_t id, zap_status_t *local_p)
+{
+    int idx = 0;
+    zap_status_t st = zap_coll_alg_setting(id, &idx);
+    if (st == ZAP_OK)
+        return idx;
+    if (*local_p == ZAP_OK)
+        *local_p = st;
+    return 0;
 }
 
 /* --- barrier: the header exchange alone ------------------------------------ */

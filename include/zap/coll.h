@@ -44,10 +44,10 @@
  * zap_request_received and zap_request_peer do not apply to them
  * (ZAP_ERR_INVALID_PARAM, -1). Freeing a pending collective request cancels
  * it on this rank only; the other ranks of that operation then time out.
- * Except an allreduce carried in shared memory (zap_comm_shared_memory): its
- * free contributes this rank's vector (read during the call) and waits, at
- * most ZAP_TIMEOUT, for the exchange to end, writing no result, so the other
- * ranks complete normally.
+ * Except an allreduce or broadcast carried in shared memory
+ * (zap_comm_shared_memory): its free finishes it, reading and writing the
+ * buffers during the call as a wait would, for at most ZAP_TIMEOUT, so the
+ * other ranks complete normally.
  * A request must be freed before its communicator is destroyed (destroy
  * cancels and frees leftovers, with a warning). */
 #ifndef ZAP_COLL_H

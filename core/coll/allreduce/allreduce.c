@@ -114,18 +114,7 @@ static zap_status_t post(zap_comm_t *comm, const void *sendbuf, void *recvbuf, s
         zap_error("coll: rank %d: allreduce: count %zu too large", comm->rank, count);
         local = ZAP_ERR_INVALID_PARAM;
     }
-    /* The setting (index 0: auto) is read even after a local error: it
-     * decides the exchange pattern the other ranks expect. An unreadable
-     * setting counts as auto for that (every rank then fails the same way). */
-    int idx = forced_alg >= 0 ? forced_alg + 1 : 0;
-    if (forced_alg < 0) {
-        zap_status_t sst = zap_coll_alg_setting(ZAP_CFG_ALLREDUCE_ALG, &idx);
-        if (sst != ZAP_OK) {
-            idx = 0;
-            if (local == ZAP_OK)
-                local = sst;
-        }
-    }
+    int idx = forced_alg >= 0 ? forced_alg + 1 : zap_coll_pattern_setting(ZAP_CFG_ALLREDUCE_ALG, &local);
     /* Shared memory when the communicator has it, under auto or forced;
      * forced without it, recursive doubling. */
     bool shm = comm->shm != NULL && (idx == 0 || idx - 1 == ZAP_AR_SHM);

@@ -112,8 +112,7 @@ _Static_assert(sizeof(direct_allreduce_t) <= ZAP_COLL_ALG_STATE_BYTES, "state to
 static zap_status_t direct_finish(zap_coll_op_t *op)
 {
     direct_allreduce_t *s = (direct_allreduce_t *)op->alg_state;
-    if (!op->discard) /* a shared-memory call freed while pending (comm.c) */
-        zap_coll_copy(op, s->recvbuf, zap_coll_rd_result(op), s->bytes);
+    zap_coll_copy(op, s->recvbuf, zap_coll_rd_result(op), s->bytes);
     return ZAP_OK;
 }
 

@@ -78,8 +78,7 @@ static void reduce_own_block(zap_coll_shm_t *s, const shm_large_t *a)
         zap_reduce_cpu(a->dt, a->zop, out, out, s->big_in + (size_t)q * s->big_bytes + at, hi - lo);
 }
 
-/* Steps 1 to 3 for every chunk from wherever this rank is; a request the
- * caller freed (op->discard) writes no result. */
+/* Steps 1 to 3 for every chunk from wherever this rank is. */
 static zap_status_t advance(zap_coll_op_t *op, shm_large_t *a)
 {
     zap_coll_shm_t *s = op->comm->shm;
@@ -107,8 +106,7 @@ static zap_status_t advance(zap_coll_op_t *op, shm_large_t *a)
         }
         if ((st = zap_coll_shm_gather(op, &s->ctl[0].red_seq, sizeof(s->ctl[0]), t, true, &a->wait)) != ZAP_OK)
             return st;
-        if (!op->discard)
-            zap_coll_copy(op, (unsigned char *)a->dst + first * es, s->big_out + first * es, n * es);
+        zap_coll_copy(op, (unsigned char *)a->dst + first * es, s->big_out + first * es, n * es);
         if (first + n >= a->count)
             break;
         a->chunk++;

@@ -44,24 +44,19 @@ const size_t zap_bcast_nrows = sizeof(zap_bcast_rows) / sizeof(zap_bcast_rows[0]
 
 /* shm (the agreement in shared memory) says whether the segment may carry the
  * data, up to zap_comm_shared_memory_bytes; beyond, the rows. */
-static zap_status_t choose(const zap_comm_t *comm, size_t bytes, bool shm, int idx, int *alg_p)
+static int choose(const zap_comm_t *comm, size_t bytes, bool shm, int idx)
 {
-    int p = comm->size;
     size_t area = shm ? zap_comm_shared_memory_bytes(comm) : 0;
-    if (idx > 0 && (idx - 1 != ZAP_BC_SHM || bytes <= area)) {
-        *alg_p = idx - 1;
-        return ZAP_OK;
-    }
-    if (shm && bytes <= area) {
-        *alg_p = ZAP_BC_SHM;
-        return ZAP_OK;
-    }
-    const char *name = zap_coll_select_row(zap_bcast_rows, zap_bcast_nrows, bytes, p);
-    *alg_p = ZAP_BC_BINOMIAL;
+    if (idx > 0 && (idx - 1 != ZAP_BC_SHM || bytes <= area))
+        return idx - 1;
+    if (shm && bytes <= area)
+        return ZAP_BC_SHM;
+    const char *name = zap_coll_select_row(zap_bcast_rows, zap_bcast_nrows, bytes, comm->size);
+    int alg = ZAP_BC_BINOMIAL;
     for (int a = 0; a < ZAP_BC_NALGS; a++)
         if (name != NULL && strcmp(name, zap_bcast_algs[a].name) == 0)
-            *alg_p = a;
-    return ZAP_OK;
+            alg = a;
+    return alg;
 }
 
 zap_status_t zap_ibcast(zap_comm_t *comm, void *buf, size_t count, zap_dtype_t dt, int root, zap_request_t **req_p)
@@ -82,19 +77,9 @@ zap_status_t zap_ibcast(zap_comm_t *comm, void *buf, size_t count, zap_dtype_t d
     } else if (count > SIZE_MAX / esize) {
         local = ZAP_ERR_INVALID_PARAM;
     }
-    /* The setting decides the agreement's pattern (shared memory or not), so
-     * it is read even after a local error; unreadable, it counts as auto. */
-    int idx = 0;
-    zap_status_t sst = zap_coll_alg_setting(ZAP_CFG_BCAST_ALG, &idx);
-    if (sst != ZAP_OK) {
-        idx = 0;
-        if (local == ZAP_OK)
-            local = sst;
-    }
+    int idx = zap_coll_pattern_setting(ZAP_CFG_BCAST_ALG, &local);
     bool shm = comm->shm != NULL && (idx == 0 || idx - 1 == ZAP_BC_SHM);
-    int alg = ZAP_BC_BINOMIAL;
-    if (local == ZAP_OK)
-        local = choose(comm, count * esize, shm, idx, &alg);
+    int alg = local == ZAP_OK ? choose(comm, count * esize, shm, idx) : ZAP_BC_BINOMIAL;
     zap_coll_op_t *op = NULL;
     zap_status_t st = zap_coll_op_get(comm, ZAP_COLL_BCAST, local == ZAP_OK ? alg : 0xff, &op);
     if (st != ZAP_OK)

@@ -17,7 +17,7 @@ _Static_assert(sizeof(bcast_rd_t) <= ZAP_COLL_ALG_STATE_BYTES, "state too large"
 static zap_status_t bcast_rd_finish(zap_coll_op_t *op)
 {
     bcast_rd_t *s = (bcast_rd_t *)op->alg_state;
-    if (op->comm->rank != s->root && !op->discard)
+    if (op->comm->rank != s->root)
         zap_coll_copy(op, s->buf, zap_coll_rd_result(op), s->bytes);
     return ZAP_OK;
 }

@@ -72,8 +72,7 @@ static zap_status_t bcast_large_progress(zap_coll_op_t *op)
             if ((st = zap_coll_shm_gather(op, &s->ctl[0].in_seq, sizeof(s->ctl[0]), zap_coll_shm_tag(k, b->chunk),
                                           true, &b->wait)) != ZAP_OK)
                 return st;
-            if (!op->discard)
-                zap_coll_copy(op, (unsigned char *)b->buf + at, s->big_out + at, n);
+            zap_coll_copy(op, (unsigned char *)b->buf + at, s->big_out + at, n);
             b->chunk++;
             wait_for_root(&b->wait, s, b->root);
         }

@@ -52,11 +52,13 @@ static size_t seg_bytes(int p, size_t big)
     return small_bytes(p) + (big > 0 ? ctl_bytes(p) + big * ((size_t)p + 1) : 0);
 }
 
-/* Above 4 ranks the large forms lose to the ring and the chain beyond
- * 512 KiB (8 ranks on the H200 host: allreduce 1 MiB 500-680 us against the
- * ring's 430-450, 2-4 MiB about 2x slower), while up to 4 ranks they win to
- * 8 MiB and more (dev, 4 ranks, 8 MiB: allreduce 1.48-1.94x and broadcast
- * 1.29-2.18x Open MPI with a 12 MiB area); docs/collectives.md. */
+/* Above 4 ranks the large allreduce loses to the ring beyond 512 KiB (8
+ * ranks on the H200 host: 1 MiB 500-680 us against the ring's 430-450, 2-4
+ * MiB about 2x slower; the broadcast was not measured there and takes the
+ * same cap, the chain being 1.8-2.4x Open MPI from 1 MiB), while up to 4
+ * ranks both win to 8 MiB and more (dev, 4 ranks, 8 MiB: allreduce
+ * 1.48-1.94x and broadcast 1.29-2.18x Open MPI with a 12 MiB area);
+ * docs/collectives.md. */
 #define BIG_MANY_RANKS_MAX ((size_t)512 << 10)
 
 /* The large area's per-rank size for p ranks under the setting: at most
