@@ -78,6 +78,20 @@ static void test_slow(int rank)
     }
 }
 
+/* Items [first, first + items) of the whole batch in all, verified in place
+ * into bitmap as part of a shard of shard_items (the tests' slow rank waits
+ * first). */
+static zap_status_t verify_slice(int rank, const zap_batch_view_t *all, uint64_t first, uint64_t items,
+                                 uint64_t shard_items, const zap_verify_params_t *prm, uint32_t *bitmap,
+                                 zap_verify_stats_t *st)
+{
+    zap_batch_view_t view = *all;
+    view.records = all->records + first * all->stride;
+    view.n_items = items;
+    test_slow(rank);
+    return zap_verify_piece(&view, prm, shard_items, bitmap + first / 32, NULL, st);
+}
+
 /* The segment plan of rank r's shard (count items) as the root and r both
  * compute it: the root's neighbour's from its far end, others' in order. */
 static size_t plan_segments(int r, int root, int nranks, uint64_t count, uint32_t stride, uint64_t blob_len,
@@ -431,11 +445,7 @@ zap_status_t zap_verify_job(zap_comm_t *comm, const void *batch, size_t len, con
             if (!threaded)
                 bcast_main(&ba);
             t1 = zap_clock_now();
-            shard = root_view;
-            shard.records = root_view.records + first * root_view.stride;
-            shard.n_items = count;
-            test_slow(rank);
-            local = zap_verify_piece(&shard, &prm, count, res.bitmap + first / 32, NULL, &st);
+            local = verify_slice(rank, &root_view, first, count, count, &prm, res.bitmap, &st);
             if (threaded)
                 pthread_join(tid, NULL);
             s = ba.status;
@@ -452,13 +462,8 @@ zap_status_t zap_verify_job(zap_comm_t *comm, const void *batch, size_t len, con
             if (local == ZAP_OK && (all.n_items != plan.n_items || all.batch_id != plan.batch_id))
                 local = ZAP_ERR_CORRUPT;
             t1 = zap_clock_now();
-            if (local == ZAP_OK) {
-                shard = all;
-                shard.records = all.records + first * all.stride;
-                shard.n_items = count;
-                test_slow(rank);
-                local = zap_verify_piece(&shard, &prm, count, res.bitmap + first / 32, NULL, &st);
-            }
+            if (local == ZAP_OK)
+                local = verify_slice(rank, &all, first, count, count, &prm, res.bitmap, &st);
         }
     } else if (rank == root) {
         /* Scatter, root: a sender thread streams every other rank its
@@ -486,11 +491,7 @@ zap_status_t zap_verify_job(zap_comm_t *comm, const void *batch, size_t len, con
                 goto out;
         }
         t1 = zap_clock_now();
-        shard = root_view;
-        shard.records = root_view.records + first * root_view.stride;
-        shard.n_items = count;
-        test_slow(rank);
-        local = zap_verify_piece(&shard, &prm, count, res.bitmap + first / 32, NULL, &st);
+        local = verify_slice(rank, &root_view, first, count, count, &prm, res.bitmap, &st);
         /* Balance: then the neighbour's segments it has not asked for yet,
          * from the end next to the root's shard, verified in place. */
         long k;
@@ -499,13 +500,9 @@ zap_status_t zap_verify_job(zap_comm_t *comm, const void *batch, size_t len, con
             zap_verify_shard(plan.n_items, nranks, partner, &pf, &pc);
         while (sender && local == ZAP_OK && (k = zap_vsend_take(sender, ipartner)) >= 0) {
             const zap_vseg_t *g = &sranks[ipartner].segs[k];
-            zap_batch_view_t piece = root_view;
-            piece.records = root_view.records + (pf + g->item_off) * root_view.stride;
-            piece.n_items = g->items;
             zap_verify_stats_t ps;
             memset(&ps, 0, sizeof(ps));
-            test_slow(rank);
-            local = zap_verify_piece(&piece, &prm, count, res.bitmap + (pf + g->item_off) / 32, NULL, &ps);
+            local = verify_slice(rank, &root_view, pf + g->item_off, g->items, count, &prm, res.bitmap, &ps);
             st.checked += ps.checked;
             st.invalid += ps.invalid;
             st.malformed += ps.malformed;
