@@ -105,7 +105,7 @@ static const cfg_row_t rows[] = {
                                        "Largest allreduce or broadcast the shared-memory segment carries "
                                        "(ranks on one host); each communicator reserves this per rank plus "
                                        "one more in /dev/shm, at most 64M in all, and at most 512K per rank "
-                                       "above 4 ranks (where the transport algorithms are faster beyond). 0: "
+                                       "above 4 ranks (where the ring allreduce measured faster beyond). 0: "
                                        "4032 bytes only. Rank 0's value holds for all."},
                                       CFG_SIZE, NULL, 0, 64 * MiB},
 };
