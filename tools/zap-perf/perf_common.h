@@ -30,5 +30,6 @@ typedef int (*perf_mode_fn)(int argc, char **argv);
 int perf_p2p_main(int argc, char **argv);
 #ifdef ZAP_PERF_HAVE_COLL
 int perf_coll_main(int argc, char **argv);
+int perf_comm_main(int argc, char **argv);
 #endif
 #endif

@@ -2,6 +2,7 @@
  *
  *   mpirun -np 2 zap-perf p2p [options]     point-to-point (perf_p2p.c)
  *   mpirun -np N zap-perf coll [options]    collectives (perf_coll.c, when built)
+ *   mpirun -np N zap-perf comm [--reps R]   communicator creation (perf_comm.c, when built)
  *
  * The first argument picks the mode; the mode parses the rest. MPI is
  * initialised here, once, for every mode. */
@@ -20,6 +21,7 @@ static const perf_mode_t modes[] = {
     {"p2p", perf_p2p_main, "UCX point-to-point latency and bandwidth, zap against raw UCP"},
 #ifdef ZAP_PERF_HAVE_COLL
     {"coll", perf_coll_main, "collectives"},
+    {"comm", perf_comm_main, "communicator creation, shared-memory segment on and off"},
 #endif
 };
 
