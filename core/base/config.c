@@ -104,9 +104,10 @@ static const cfg_row_t rows[] = {
     [ZAP_CFG_COLL_SHM_LARGE_BYTES] = {{"ZAP_COLL_SHM_LARGE_BYTES", "16M", "bytes, 0 to 64M",
                                        "Largest allreduce or broadcast the shared-memory segment carries "
                                        "(ranks on one host); each communicator reserves this per rank plus "
-                                       "one more in /dev/shm, at most 64M in all, and at most 512K per rank "
-                                       "above 4 ranks (where the ring allreduce measured faster beyond). 0: "
-                                       "4032 bytes only. Rank 0's value holds for all."},
+                                       "one more in /dev/shm at its first large call, at most 64M in all, "
+                                       "and at most 512K per rank above 4 ranks (where the ring allreduce "
+                                       "measured faster beyond). 0: 4032 bytes only. Rank 0's value holds "
+                                       "for all."},
                                       CFG_SIZE, NULL, 0, 64 * MiB},
 };
 

@@ -291,8 +291,12 @@ void zap_coll_shm_large_settle(zap_coll_op_t *op);
 /* What both large forms (allreduce_shm_large.c, bcast_shm.c) do first, once
  * the arguments agreed: take op's large exchange number (agreements complete
  * in post order on every rank, and a mismatched call takes none), then
- * ZAP_OK once this rank's previous large exchange is done, ZAP_INPROGRESS
- * before, ZAP_ERR_CANCELED (logged) after an earlier one was abandoned. */
+ * ZAP_OK once this rank's previous large exchange is done and the area is
+ * reserved (the first large call reserves it), ZAP_INPROGRESS before,
+ * ZAP_ERR_CANCELED (logged) after an earlier one was abandoned, and
+ * ZAP_ERR_NO_MEMORY, on every rank alike, when /dev/shm had no room: the
+ * caller then runs a transport algorithm (zap_allreduce_transport_init,
+ * zap_bcast_transport_init). */
 zap_status_t zap_coll_shm_large_turn(zap_coll_op_t *op);
 /* The chunk a large form moves: the default after an agreement without it
  * (agreed: the GPU path's fallback), else ZAP_COLL_PIPELINE_BYTES when set,
@@ -336,6 +340,13 @@ zap_status_t zap_allreduce_rd_init(zap_coll_op_t *op, const void *sendbuf, void 
  * shared-memory exchange). */
 zap_status_t zap_allreduce_direct_init(zap_coll_op_t *op, const void *sendbuf, void *recvbuf, size_t count,
                                        zap_dtype_t dt, zap_op_t zop);
+/* After an agreement: the transport algorithm the table gives (recursive
+ * doubling, rabenseifner, ring; binomial, chain), run as if chosen from the
+ * start, for a large shared-memory call whose area could not be reserved.
+ * Returns the algorithm's first progress. */
+zap_status_t zap_allreduce_transport_run(zap_coll_op_t *op, const void *sendbuf, void *recvbuf, size_t count,
+                                         zap_dtype_t dt, zap_op_t zop);
+zap_status_t zap_bcast_transport_run(zap_coll_op_t *op, void *buf, size_t bytes, int root);
 /* Needs op->shm_agree set and count * size within the communicator's
  * shared-memory bytes (zap_comm_shared_memory_bytes). */
 zap_status_t zap_allreduce_shm_init(zap_coll_op_t *op, const void *sendbuf, void *recvbuf, size_t count,

@@ -160,6 +160,25 @@ static zap_status_t post(zap_comm_t *comm, const void *sendbuf, void *recvbuf, s
     return zap_coll_op_start(op, req_p);
 }
 
+zap_status_t zap_allreduce_transport_run(zap_coll_op_t *op, const void *sendbuf, void *recvbuf, size_t count,
+                                         zap_dtype_t dt, zap_op_t zop)
+{
+    zap_status_t st;
+    switch (auto_alg(op->comm, count * zap_dtype_size(dt), false)) {
+    case ZAP_AR_RABENSEIFNER: st = zap_allreduce_rabenseifner_init(op, sendbuf, recvbuf, count, dt, zop); break;
+    case ZAP_AR_RING: st = zap_allreduce_ring_init(op, sendbuf, recvbuf, count, dt, zop); break;
+    default:
+        /* rd's exchange carries the vector (and the header again): it runs
+         * as the agreement stage from the next progress call. */
+        st = zap_allreduce_rd_init(op, sendbuf, recvbuf, count, dt, zop);
+        return st == ZAP_OK ? ZAP_INPROGRESS : st;
+    }
+    if (st != ZAP_OK)
+        return st;
+    op->agreeing = false;
+    return op->progress(op);
+}
+
 zap_status_t zap_iallreduce(zap_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count, zap_dtype_t dt,
                             zap_op_t zop, zap_request_t **req_p)
 {

@@ -203,7 +203,29 @@ zap_status_t zap_coll_shm_large_turn(zap_coll_op_t *op)
                   op->comm->rank, op->comm->id);
         return ZAP_ERR_CANCELED;
     }
-    return s->big_done + 1 == op->shm_big_seq ? ZAP_OK : ZAP_INPROGRESS;
+    if (s->big_done + 1 != op->shm_big_seq)
+        return ZAP_INPROGRESS;
+    /* The first large call reserves the area: rank 0 does, the others wait
+     * for what it found (every rank then decides alike). */
+    if (s->big_known == 0) {
+        if (s->rank == 0) {
+            s->big_known = zap_coll_shm_reserve_large(s);
+        } else {
+            if (s->big_wait.seen == 0)
+                s->big_wait.seen = zap_coll_shm_all_ranks(s) & ~UINT64_C(1); /* rank 0's flag only */
+            zap_status_t st = zap_coll_shm_gather(op, s->big_state, 0, ZAP_COLL_SHM_LARGE_READY, true, &s->big_wait);
+            if (st != ZAP_OK)
+                return st;
+            s->big_known = atomic_load_explicit(s->big_state, memory_order_acquire);
+        }
+    }
+    if (s->big_known == ZAP_COLL_SHM_LARGE_NONE) {
+        /* The call takes the transport instead: its number is done. */
+        s->big_done = op->shm_big_seq;
+        atomic_store_explicit(&s->ctl[s->rank].fin_seq, zap_coll_shm_fin(op->shm_big_seq), memory_order_release);
+        return ZAP_ERR_NO_MEMORY;
+    }
+    return ZAP_OK;
 }
 
 size_t zap_coll_shm_large_chunk(zap_coll_op_t *op, bool agreed)

@@ -59,6 +59,25 @@ static int choose(const zap_comm_t *comm, size_t bytes, bool shm, int idx)
     return alg;
 }
 
+zap_status_t zap_bcast_transport_run(zap_coll_op_t *op, void *buf, size_t bytes, int root)
+{
+    zap_status_t st;
+    switch (choose(op->comm, bytes, false, 0)) {
+    case ZAP_BC_SCATTER_ALLGATHER: st = zap_bcast_scatter_allgather_init(op, buf, bytes, root); break;
+    case ZAP_BC_CHAIN: st = zap_bcast_chain_init(op, buf, bytes, root); break;
+    case ZAP_BC_RD:
+        /* rd's exchange carries the data (and the header again): it runs as
+         * the agreement stage from the next progress call. */
+        st = zap_bcast_rd_init(op, buf, bytes, root);
+        return st == ZAP_OK ? ZAP_INPROGRESS : st;
+    default: st = zap_bcast_binomial_init(op, buf, bytes, root); break;
+    }
+    if (st != ZAP_OK)
+        return st;
+    op->agreeing = false;
+    return op->progress(op);
+}
+
 zap_status_t zap_ibcast(zap_comm_t *comm, void *buf, size_t count, zap_dtype_t dt, int root, zap_request_t **req_p)
 {
     if (comm == NULL || req_p == NULL)

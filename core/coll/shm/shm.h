@@ -16,10 +16,12 @@
  * all of k - 2, the last exchange in the same bank. No rank therefore
  * overwrites a slot another rank still has to read.
  *
- * Then, when rank 0 could reserve it (ZAP_COLL_SHM_LARGE_BYTES, default
- * 4 MiB, less on many ranks), the large area: one control line pair per rank
- * (input published, block reduced), one input area of big_bytes per rank and
- * one result area of big_bytes (allreduce_shm_large.c has that protocol). */
+ * Then one line of flags per rank (input published, block reduced, done) and
+ * the large area (ZAP_COLL_SHM_LARGE_BYTES, default 16 MiB, less on many
+ * ranks): one input area of big_bytes per rank and one result area of
+ * big_bytes (allreduce_shm_large.c and bcast_shm.c have those protocols).
+ * The area is sized at creation and reserved by the first large call
+ * (zap_coll_shm_reserve_large). */
 #ifndef ZAP_COLL_SHM_H
 #define ZAP_COLL_SHM_H
 #include <stdatomic.h>
@@ -28,6 +30,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include "zap/coll.h"
+#include "coll/coll_impl.h"
 
 #define ZAP_COLL_SHM_MAX_RANKS 64
 #define ZAP_COLL_SHM_SLOT_BYTES 4096
@@ -78,7 +81,14 @@ typedef struct zap_coll_shm {
     unsigned char *big_out;     /* the result */
     uint64_t big_next, big_done; /* as next and done, for large exchanges */
     bool big_abandoned;
+    _Atomic uint64_t *big_state; /* in the segment: ZAP_COLL_SHM_LARGE_* as rank 0 found it */
+    uint64_t big_known;          /* this rank's copy once it is not 0 */
+    zap_coll_shm_wait_t big_wait; /* a wait for rank 0's state */
+    int big_fd;                  /* rank 0: the segment's file, to reserve the area; else -1 */
 } zap_coll_shm_t;
+
+#define ZAP_COLL_SHM_LARGE_READY 1 /* the large area is reserved */
+#define ZAP_COLL_SHM_LARGE_NONE 2  /* /dev/shm had no room: large calls go over the transport */
 
 /* One bit per rank of s. */
 static inline uint64_t zap_coll_shm_all_ranks(const zap_coll_shm_t *s)
@@ -102,6 +112,10 @@ struct zap_comm;
  * capped, and what /dev/shm can reserve, is what all get). On ZAP_OK *shm_p is the segment or NULL (not shared);
  * otherwise the collective error (the communicator cannot be used). */
 zap_status_t zap_coll_shm_attach(struct zap_comm *comm, bool want, uint64_t large_bytes, zap_coll_shm_t **shm_p);
+/* Rank 0, in the first large call: reserves the large area (posix_fallocate)
+ * and publishes the outcome for the other ranks; returns it
+ * (ZAP_COLL_SHM_LARGE_READY or ZAP_COLL_SHM_LARGE_NONE). */
+uint64_t zap_coll_shm_reserve_large(zap_coll_shm_t *s);
 /* Unmaps and frees; NULL is ignored. */
 void zap_coll_shm_detach(zap_coll_shm_t *shm);
 /* Whether comm rank q's process is gone (or a zombie): a dead rank is named

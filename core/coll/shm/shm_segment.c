@@ -23,7 +23,8 @@ typedef struct seg_head {
     uint64_t magic;
     uint64_t token;
     int32_t size;
-    uint64_t big_bytes; /* the large area's per-rank size, as rank 0 could reserve it */
+    uint64_t big_bytes; /* the large area's per-rank size */
+    _Atomic uint64_t big_state; /* the large area: 0 not reserved yet, 1 reserved, 2 no room (rank 0 writes) */
     pid_t pids[ZAP_COLL_SHM_MAX_RANKS];
 } seg_head_t;
 _Static_assert(sizeof(seg_head_t) <= ZAP_COLL_SHM_SLOT_BYTES, "the head fits its page");
@@ -81,10 +82,13 @@ static void *map_fd(int fd, size_t bytes)
     return m == MAP_FAILED ? NULL : m;
 }
 
-/* Rank 0: a fresh segment, zeroed (every slot's sequence number 0), with the
- * large area when /dev/shm can hold it: reserved now (posix_fallocate), so a
- * full /dev/shm shows here and not as SIGBUS on first touch. */
-static void *create(int p, size_t big, seg_ref_t *ref)
+/* Rank 0: a fresh segment, its slots and flags reserved (posix_fallocate,
+ * zeroed: every sequence number 0), the large area sized but not reserved:
+ * reserving zeroes every page, 24-30 ms for 48-64 MiB on dev, which a
+ * communicator that never moves a large vector should not pay. The first
+ * large call reserves it (zap_coll_shm_reserve_large). *fd_p keeps the file
+ * for that. */
+static void *create(int p, size_t big, seg_ref_t *ref, int *fd_p)
 {
     uint64_t token = 0;
     if (getrandom(&token, sizeof(token), 0) != (ssize_t)sizeof(token))
@@ -97,24 +101,19 @@ static void *create(int p, size_t big, seg_ref_t *ref)
         return NULL;
     }
     void *m = NULL;
-    int err = posix_fallocate(fd, 0, (off_t)seg_bytes(p, big));
-    if (err != 0 && big > 0) {
-        zap_info("coll: no room in /dev/shm for the large shared-memory allreduce (%zu bytes: %s); small ones only",
-                 seg_bytes(p, big), strerror(err));
-        big = 0;
-        err = ftruncate(fd, (off_t)seg_bytes(p, 0)) == 0 ? posix_fallocate(fd, 0, (off_t)seg_bytes(p, 0)) : errno;
-    }
+    size_t eager = small_bytes(p) + (big > 0 ? ctl_bytes(p) : 0);
+    int err = ftruncate(fd, (off_t)seg_bytes(p, big)) == 0 ? posix_fallocate(fd, 0, (off_t)eager) : errno;
     if (err == 0)
         m = map_fd(fd, seg_bytes(p, big));
     else
-        zap_info("coll: shared memory for collectives not available (%zu bytes: %s)", seg_bytes(p, big),
-                 strerror(err));
-    close(fd);
+        zap_info("coll: shared memory for collectives not available (%zu bytes: %s)", eager, strerror(err));
     if (m == NULL) {
+        close(fd);
         shm_unlink(ref->name);
         ref->name[0] = '\0';
         return NULL;
     }
+    *fd_p = fd;
     seg_head_t *h = m;
     h->token = token;
     h->size = p;
@@ -160,8 +159,9 @@ zap_status_t zap_coll_shm_attach(zap_comm_t *comm, bool want, uint64_t large_byt
     seg_ref_t ref;
     memset(&ref, 0, sizeof(ref));
     void *m = NULL;
+    int fd = -1;
     if (r == 0 && want)
-        m = create(p, big_bytes_for(p, large_bytes), &ref);
+        m = create(p, big_bytes_for(p, large_bytes), &ref, &fd);
     zap_status_t st = zap_bcast(comm, &ref, sizeof(ref), ZAP_DT_UINT8, 0);
     if (st != ZAP_OK)
         goto fail;
@@ -193,6 +193,8 @@ zap_status_t zap_coll_shm_attach(zap_comm_t *comm, bool want, uint64_t large_byt
         goto fail;
     }
     s->base = m;
+    s->big_fd = fd;
+    s->big_state = &((seg_head_t *)m)->big_state;
     s->big_bytes = (size_t)h->big_bytes;
     s->bytes = seg_bytes(p, s->big_bytes);
     s->rank = r;
@@ -211,7 +213,21 @@ zap_status_t zap_coll_shm_attach(zap_comm_t *comm, bool want, uint64_t large_byt
 fail:
     if (m != NULL)
         munmap(m, seg_bytes(p, ((seg_head_t *)m)->big_bytes));
+    if (fd >= 0)
+        close(fd);
     return st;
+}
+
+uint64_t zap_coll_shm_reserve_large(zap_coll_shm_t *s)
+{
+    int err = posix_fallocate(s->big_fd, 0, (off_t)s->bytes);
+    if (err != 0)
+        zap_info("coll: rank 0: no room in /dev/shm for the large shared-memory area (%zu bytes: %s); large "
+                 "allreduces and broadcasts on this communicator go over the transport",
+                 s->bytes, strerror(err));
+    uint64_t state = err == 0 ? ZAP_COLL_SHM_LARGE_READY : ZAP_COLL_SHM_LARGE_NONE;
+    atomic_store_explicit(s->big_state, state, memory_order_release);
+    return state;
 }
 
 void zap_coll_shm_detach(zap_coll_shm_t *shm)
@@ -219,6 +235,8 @@ void zap_coll_shm_detach(zap_coll_shm_t *shm)
     if (shm == NULL)
         return;
     munmap(shm->base, shm->bytes);
+    if (shm->big_fd >= 0)
+        close(shm->big_fd);
     free(shm);
 }
 
