@@ -57,10 +57,10 @@ static const cfg_row_t rows[] = {
                               "touches them (auto and prefetch), or let them migrate one fault at a time "
                               "(none)."},
                              CFG_CHOICE, "auto|prefetch|none", 0, 0},
-    [ZAP_CFG_ALLREDUCE_ALG] = {{"ZAP_ALLREDUCE_ALG", "auto", "auto|rd|rabenseifner|ring|direct|shm",
+    [ZAP_CFG_ALLREDUCE_ALG] = {{"ZAP_ALLREDUCE_ALG", "auto", "auto|rd|rabenseifner|ring|direct|shm|cma",
                                 "Allreduce algorithm; auto chooses by message size and rank count "
                                 "(zap-info prints the table)."},
-                               CFG_CHOICE, "auto|rd|rabenseifner|ring|direct|shm", 0, 0},
+                               CFG_CHOICE, "auto|rd|rabenseifner|ring|direct|shm|cma", 0, 0},
     [ZAP_CFG_BCAST_ALG] = {{"ZAP_BCAST_ALG", "auto", "auto|binomial|scatter_allgather|chain|rd|shm",
                             "Broadcast algorithm; auto chooses by message size and rank count."},
                            CFG_CHOICE, "auto|binomial|scatter_allgather|chain|rd|shm", 0, 0},
@@ -105,10 +105,16 @@ static const cfg_row_t rows[] = {
                                        "Largest allreduce or broadcast the shared-memory segment carries "
                                        "(ranks on one host); each communicator reserves this per rank plus "
                                        "one more in /dev/shm at its first large call, at most 64M in all, "
-                                       "and at most 512K per rank above 4 ranks (where the ring allreduce "
-                                       "measured faster beyond). 0: 4032 bytes only. Rank 0's value holds "
+                                       "and at most 512K per rank above 4 ranks (where the single-copy "
+                                       "allreduce, ZAP_COLL_CMA, or else the ring measured faster beyond). 0: "
+                                       "4032 bytes only, and no single-copy allreduce. Rank 0's value holds "
                                        "for all."},
                                       CFG_SIZE, NULL, 0, 64 * MiB},
+    [ZAP_CFG_COLL_CMA] = {{"ZAP_COLL_CMA", "auto", "auto|off",
+                           "Communicators with a shared-memory segment: large allreduces on host memory "
+                           "read the other ranks' buffers directly (process_vm_readv, one copy; auto, where "
+                           "the system permits it) or never do (off). Off where any rank says off."},
+                          CFG_CHOICE, "auto|off", 0, 0},
 };
 
 _Static_assert(sizeof(rows) / sizeof(rows[0]) == ZAP_CFG_COUNT, "one row per zap_cfg_id_t");

@@ -298,6 +298,9 @@ void zap_coll_shm_large_settle(zap_coll_op_t *op);
  * caller then runs a transport algorithm (zap_allreduce_transport_init,
  * zap_bcast_transport_init). */
 zap_status_t zap_coll_shm_large_turn(zap_coll_op_t *op);
+/* The same turn for a large exchange that needs no area (the single-copy
+ * allreduce): ZAP_OK, ZAP_INPROGRESS or ZAP_ERR_CANCELED. */
+zap_status_t zap_coll_shm_turn(zap_coll_op_t *op);
 /* The chunk a large form moves: the default after an agreement without it
  * (agreed: the GPU path's fallback), else ZAP_COLL_PIPELINE_BYTES when set,
  * written into op's header so ranks set differently report a mismatch. */
@@ -322,7 +325,7 @@ typedef struct zap_coll_alg {
 } zap_coll_alg_t;
 
 /* Allreduce algorithms, in ZAP_ALLREDUCE_ALG's order after "auto". */
-enum { ZAP_AR_RD, ZAP_AR_RABENSEIFNER, ZAP_AR_RING, ZAP_AR_DIRECT, ZAP_AR_SHM, ZAP_AR_NALGS };
+enum { ZAP_AR_RD, ZAP_AR_RABENSEIFNER, ZAP_AR_RING, ZAP_AR_DIRECT, ZAP_AR_SHM, ZAP_AR_CMA, ZAP_AR_NALGS };
 enum { ZAP_BC_BINOMIAL, ZAP_BC_SCATTER_ALLGATHER, ZAP_BC_CHAIN, ZAP_BC_RD, ZAP_BC_SHM, ZAP_BC_NALGS };
 
 /* A blocking recursive-doubling allreduce that ignores ZAP_ALLREDUCE_ALG
@@ -357,6 +360,22 @@ zap_status_t zap_allreduce_shm_init(zap_coll_op_t *op, const void *sendbuf, void
  * default. */
 zap_status_t zap_allreduce_shm_large_init(zap_coll_op_t *op, const void *sendbuf, void *recvbuf, size_t count,
                                           zap_dtype_t dt, zap_op_t zop, bool agreed);
+/* The single-copy allreduce (allreduce_cma.c): needs op->shm_agree set and
+ * the communicator's segment able to (comm->shm->cma). This rank's vote (its
+ * buffers are host memory) rides the agreement: zap_allreduce_cma_vote,
+ * after zap_coll_hdr_init. */
+zap_status_t zap_allreduce_cma_init(zap_coll_op_t *op, const void *sendbuf, void *recvbuf, size_t count,
+                                    zap_dtype_t dt, zap_op_t zop);
+void zap_allreduce_cma_vote(zap_coll_op_t *op, bool can);
+bool zap_allreduce_cma_voted_yes(const zap_coll_op_t *op);
+/* After an agreement: the single-copy form when every rank voted yes (voted),
+ * else the large shared-memory form where the vector fits its area, else the
+ * transport algorithm the table gives. Returns the first progress. */
+zap_status_t zap_allreduce_cma_run(zap_coll_op_t *op, const void *sendbuf, void *recvbuf, size_t count,
+                                   zap_dtype_t dt, zap_op_t zop, bool voted);
+/* The comm rank op's single-copy form waits for, -1 for none; -2 when op is
+ * not running that form. */
+int zap_allreduce_cma_first_missing(const zap_coll_op_t *op);
 
 zap_status_t zap_bcast_binomial_init(zap_coll_op_t *op, void *buf, size_t bytes, int root);
 zap_status_t zap_bcast_scatter_allgather_init(zap_coll_op_t *op, void *buf, size_t bytes, int root);
@@ -372,7 +391,7 @@ int zap_coll_shm_bcast_first_missing(const zap_coll_op_t *op);
 /* Whether op's algorithm is the shared-memory allreduce or broadcast. */
 static inline bool zap_coll_is_shm_alg(const zap_coll_op_t *op)
 {
-    return (op->kind == ZAP_COLL_ALLREDUCE && op->alg == ZAP_AR_SHM) ||
+    return (op->kind == ZAP_COLL_ALLREDUCE && (op->alg == ZAP_AR_SHM || op->alg == ZAP_AR_CMA)) ||
            (op->kind == ZAP_COLL_BCAST && op->alg == ZAP_BC_SHM);
 }
 

@@ -135,16 +135,20 @@ static bool shm_pattern(const zap_comm_t *c)
 
 typedef struct shm_wish {
     bool want;
+    bool want_cma;
     uint64_t large_bytes;
 } shm_wish_t;
 
 static zap_status_t shm_setting(shm_wish_t *w)
 {
-    int idx = 0;
+    int idx = 0, cma = 0;
     zap_status_t st = zap_cfg_get_choice(ZAP_CFG_COLL_SHM, &idx);
     if (st == ZAP_OK)
         st = zap_cfg_get_u64(ZAP_CFG_COLL_SHM_LARGE_BYTES, &w->large_bytes);
+    if (st == ZAP_OK)
+        st = zap_cfg_get_choice(ZAP_CFG_COLL_CMA, &cma);
     w->want = idx == 0;
+    w->want_cma = cma == 0;
     return st;
 }
 
@@ -155,7 +159,8 @@ static zap_status_t comm_attach_shm(zap_comm_t *c, const shm_wish_t *w)
     /* Checksum mode exists to check payloads end to end; the segment would
      * carry them past it. */
     bool want = w->want && c->checksum_t == NULL && !zap_transport_is_checksum(c->t);
-    return zap_coll_shm_attach(c, want, w->large_bytes, &c->shm);
+    zap_status_t st = zap_coll_shm_attach(c, want, w->large_bytes, &c->shm);
+    return st == ZAP_OK ? zap_coll_shm_probe_cma(c, w->want_cma, c->shm) : st;
 }
 
 zap_status_t zap_comm_create(zap_transport_t *t, zap_comm_t **comm_p)
@@ -307,6 +312,7 @@ size_t zap_comm_shared_memory_bytes(const zap_comm_t *comm)
     size_t big = comm->shm->big_bytes; /* sized by rank count where it is made (shm_segment.c) */
     return big > ZAP_COLL_SHM_MAX_BYTES ? big : ZAP_COLL_SHM_MAX_BYTES;
 }
+int zap_comm_single_copy(const zap_comm_t *comm) { return comm != NULL && comm->shm != NULL && comm->shm->cma; }
 zap_transport_t *zap_comm_transport(const zap_comm_t *comm) { return comm ? comm->t : NULL; }
 
 /* --- operations ----------------------------------------------------------- */

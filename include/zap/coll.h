@@ -141,6 +141,10 @@ ZAP_API int zap_comm_shared_memory(const zap_comm_t *comm);
  * size (ZAP_COLL_SHM_LARGE_BYTES, capped by rank count); 0 without a
  * segment. */
 ZAP_API size_t zap_comm_shared_memory_bytes(const zap_comm_t *comm);
+/* Whether such a communicator's large allreduces on host memory may read the
+ * other ranks' buffers directly (the single-copy algorithm, process_vm_readv;
+ * ZAP_COLL_CMA, agreed at creation): 1, else 0 (also for NULL). */
+ZAP_API int zap_comm_single_copy(const zap_comm_t *comm);
 /* What one slot carries (one cache line of header, then the vector). */
 #define ZAP_COLL_SHM_MAX_BYTES 4032
 
@@ -223,5 +227,9 @@ ZAP_API size_t zap_coll_selection_table(const zap_coll_selection_row_t **allredu
  * for bytes on ranks ranks, ignoring the environment; NULL for an unknown
  * collective. */
 ZAP_API const char *zap_coll_auto_algorithm(const char *collective, size_t bytes, int ranks);
+/* The allreduce algorithm the automatic choice gives a vector of bytes on
+ * comm, its shared-memory and single-copy rules included, ignoring the
+ * environment (a GPU buffer may still move GPU to GPU); NULL for a NULL comm. */
+ZAP_API const char *zap_comm_allreduce_algorithm(const zap_comm_t *comm, size_t bytes);
 ZAP_END_DECLS
 #endif

@@ -184,7 +184,7 @@ TEST_P(AllreduceMpi, LargeVectorMatchesMpiAllreduce)
     unsetenv("ZAP_ALLREDUCE_ALG");
 }
 
-INSTANTIATE_TEST_SUITE_P(Alg, AllreduceMpi, ::testing::Values("auto", "rd", "rabenseifner", "ring", "direct", "shm"));
+INSTANTIATE_TEST_SUITE_P(Alg, AllreduceMpi, ::testing::Values("auto", "rd", "rabenseifner", "ring", "direct", "shm", "cma"));
 
 class BcastMpi : public CollMpi, public ::testing::WithParamInterface<const char *> {};
 
@@ -347,12 +347,13 @@ TEST_F(CollMpi, DirectReportsMismatchesOnEveryRank)
 TEST_F(CollMpi, SharedMemoryAllreduceMatchesDirectBitForBit)
 {
     ASSERT_TRUE(zap_comm_shared_memory(comm_)) << "all ranks of this test run on one host";
-    ASSERT_GE(zap_comm_shared_memory_bytes(comm_), (size_t)4 << 20) << "the default large area";
+    size_t area = zap_comm_shared_memory_bytes(comm_);
+    ASSERT_GE(area, MpiSize() > 4 ? (size_t)512 << 10 : (size_t)4 << 20) << "the default large area";
     int rank = MpiRank();
     // In a slot (up to 4032 bytes), then the large area (odd counts, blocks
-    // of unequal size, up to the area's 4 MiB).
+    // of unequal size, up to the area's 4 MiB, or 512 KiB above 4 ranks).
     for (size_t count : {(size_t)1, (size_t)2, (size_t)333, (size_t)(ZAP_COLL_SHM_MAX_BYTES / 4),
-                         (size_t)(ZAP_COLL_SHM_MAX_BYTES / 4 + 1), (size_t)100003, (size_t)1 << 20}) {
+                         (size_t)(ZAP_COLL_SHM_MAX_BYTES / 4 + 1), (size_t)100003, area / 4}) {
         std::vector<float> in(count), a(count), b(count);
         for (size_t i = 0; i < count; i++)
             in[i] = (float)((double)(mix(rank * 1000003ull + i) % 2000001) / 997.0 - 1000.0);
@@ -367,6 +368,105 @@ TEST_F(CollMpi, SharedMemoryAllreduceMatchesDirectBitForBit)
     double v = rank + 0.25;
     ASSERT_EQ(zap_allreduce(comm_, ZAP_IN_PLACE, &v, 1, ZAP_DT_FLOAT64, ZAP_OP_MAX), ZAP_OK);
     EXPECT_EQ(v, MpiSize() - 1 + 0.25);
+}
+
+// The single-copy allreduce (allreduce_cma.c) reads the other ranks' buffers
+// directly: bit for bit direct's results, in place too, with one chunk per
+// block and with many (a small ZAP_COLL_PIPELINE_BYTES), and under the
+// automatic choice from its threshold. Root here, so the reads are permitted.
+TEST_F(CollMpi, SingleCopyAllreduceMatchesDirectBitForBit)
+{
+    ASSERT_TRUE(zap_comm_single_copy(comm_)) << "ranks on one host, as root: process_vm_readv is permitted";
+    int rank = MpiRank();
+    for (const char *chunk : {"", "4K"}) {
+        if (*chunk)
+            setenv("ZAP_COLL_PIPELINE_BYTES", chunk, 1);
+        for (size_t count : {(size_t)1, (size_t)5, (size_t)1001, (size_t)100003, ((size_t)1 << 20) + 7}) {
+            std::vector<float> in(count), a(count), b(count), c(count);
+            for (size_t i = 0; i < count; i++)
+                in[i] = (float)((double)(mix(rank * 1000003ull + i) % 2000001) / 997.0 - 1000.0);
+            c = in;
+            setenv("ZAP_ALLREDUCE_ALG", "cma", 1);
+            ASSERT_EQ(zap_allreduce(comm_, in.data(), a.data(), count, ZAP_DT_FLOAT32, ZAP_OP_SUM), ZAP_OK) << count;
+            ASSERT_EQ(zap_allreduce(comm_, ZAP_IN_PLACE, c.data(), count, ZAP_DT_FLOAT32, ZAP_OP_SUM), ZAP_OK) << count;
+            setenv("ZAP_ALLREDUCE_ALG", "direct", 1);
+            ASSERT_EQ(zap_allreduce(comm_, in.data(), b.data(), count, ZAP_DT_FLOAT32, ZAP_OP_SUM), ZAP_OK) << count;
+            unsetenv("ZAP_ALLREDUCE_ALG");
+            EXPECT_EQ(std::memcmp(a.data(), b.data(), count * 4), 0) << "count " << count << " chunk " << chunk;
+            EXPECT_EQ(std::memcmp(c.data(), b.data(), count * 4), 0) << "in place, count " << count;
+        }
+        unsetenv("ZAP_COLL_PIPELINE_BYTES");
+    }
+    // Automatic beyond the shared-memory area on up to 4 ranks (from 512 KiB
+    // above): a vector of 16 MiB and 12 bytes, integers, exact.
+    size_t n = ((size_t)16 << 20) / 4 + 3;
+    ASSERT_STREQ(zap_comm_allreduce_algorithm(comm_, n * 4), "cma");
+    std::vector<int32_t> in(n), out(n, -1);
+    for (size_t i = 0; i < n; i++)
+        in[i] = (int32_t)(i % 1009) * (rank + 1);
+    ASSERT_EQ(zap_allreduce(comm_, in.data(), out.data(), n, ZAP_DT_INT32, ZAP_OP_SUM), ZAP_OK);
+    int tri = MpiSize() * (MpiSize() + 1) / 2;
+    for (size_t i : {(size_t)0, n / 3, n / 2 + 1, n - 1})
+        ASSERT_EQ(out[i], (int32_t)(i % 1009) * tri) << i;
+}
+
+// Single-copy calls outstanding with large shared-memory allreduces and
+// broadcasts, waited in reverse; then one freed before its wait, whose free
+// finishes it; then ZAP_COLL_CMA=off, where a forced cma takes the
+// shared-memory area or the transport.
+TEST_F(CollMpi, SingleCopyInterleavedFreedAndOff)
+{
+    int rank = MpiRank(), size = MpiSize();
+    const size_t n = 300000;
+    const int ops = 9;
+    std::vector<std::vector<int32_t>> in(ops, std::vector<int32_t>(n)), out(ops, std::vector<int32_t>(n, -1));
+    std::vector<zap_request_t *> req(ops);
+    for (int i = 0; i < ops; i++) {
+        for (size_t j = 0; j < n; j++)
+            in[i][j] = i % 3 == 0 ? (rank == 0 ? (int32_t)(i * 1000003 + j) : 0) : rank + i + (int)(j % 5);
+        setenv("ZAP_ALLREDUCE_ALG", i % 3 == 1 ? "cma" : "shm", 1);
+        if (i % 3 == 0)
+            ASSERT_EQ(zap_ibcast(comm_, in[i].data(), n, ZAP_DT_INT32, 0, &req[i]), ZAP_OK);
+        else
+            ASSERT_EQ(zap_iallreduce(comm_, in[i].data(), out[i].data(), n, ZAP_DT_INT32, ZAP_OP_SUM, &req[i]), ZAP_OK);
+    }
+    unsetenv("ZAP_ALLREDUCE_ALG");
+    for (int i = ops - 1; i >= 0; i--) {
+        EXPECT_EQ(zap_request_wait(req[i]), ZAP_OK) << i;
+        zap_request_free(req[i]);
+    }
+    for (int i = 0; i < ops; i++)
+        for (size_t j : {(size_t)0, (size_t)131071, n / 2, n - 1}) {
+            if (i % 3 == 0)
+                ASSERT_EQ(in[i][j], (int32_t)(i * 1000003 + j)) << "bcast " << i << " element " << j;
+            else
+                ASSERT_EQ(out[i][j], size * (size - 1) / 2 + size * (i + (int)(j % 5))) << "allreduce " << i;
+        }
+    std::vector<int32_t> lin(n, 1), lout(n, 0);
+    zap_request_t *r = nullptr;
+    setenv("ZAP_ALLREDUCE_ALG", "cma", 1);
+    ASSERT_EQ(zap_iallreduce(comm_, lin.data(), lout.data(), n, ZAP_DT_INT32, ZAP_OP_SUM, &r), ZAP_OK);
+    zap_request_free(r);
+    EXPECT_EQ(lout[0], size);
+    EXPECT_EQ(lout[n - 1], size);
+    unsetenv("ZAP_ALLREDUCE_ALG");
+
+    setenv("ZAP_COLL_CMA", "off", 1);
+    zap_comm_t *c = nullptr;
+    zap_status_t st = zap_comm_create(t_, &c);
+    unsetenv("ZAP_COLL_CMA");
+    ASSERT_EQ(st, ZAP_OK);
+    EXPECT_TRUE(zap_comm_shared_memory(c));
+    EXPECT_FALSE(zap_comm_single_copy(c));
+    EXPECT_STRNE(zap_comm_allreduce_algorithm(c, (size_t)64 << 20), "cma");
+    setenv("ZAP_ALLREDUCE_ALG", "cma", 1);
+    for (size_t count : {(size_t)1000, (size_t)3 << 20}) { // the area, then above it: the transport
+        std::vector<int64_t> x(count, rank + 1), y(count, 0);
+        EXPECT_EQ(zap_allreduce(c, x.data(), y.data(), count, ZAP_DT_INT64, ZAP_OP_SUM), ZAP_OK);
+        EXPECT_EQ(y[count - 1], (int64_t)size * (size + 1) / 2) << count;
+    }
+    unsetenv("ZAP_ALLREDUCE_ALG");
+    zap_comm_destroy(c);
 }
 
 // Off on request: the same calls then go over the transport; a large area of
@@ -489,11 +589,13 @@ TEST_F(CollMpi, SharedMemoryBroadcastsAndAllreducesInterleaved)
             else
                 ASSERT_EQ(out[i][j], size * (size - 1) / 2 + size * (i + (int)(j % 5))) << "allreduce " << i;
         }
-    // A broadcast freed before its wait still delivers to the others.
+    // A broadcast freed before its wait still delivers to the others (when
+    // the segment carries it: above 4 ranks this one goes over the transport,
+    // where a free cancels).
     std::vector<int32_t> v(n, rank == 0 ? 7 : 0);
     zap_request_t *r = nullptr;
     ASSERT_EQ(zap_ibcast(comm_, v.data(), n, ZAP_DT_INT32, 0, &r), ZAP_OK);
-    if (rank == 0) {
+    if (rank == 0 && n * 4 <= zap_comm_shared_memory_bytes(comm_)) {
         zap_request_free(r);
     } else {
         EXPECT_EQ(zap_request_wait(r), ZAP_OK);

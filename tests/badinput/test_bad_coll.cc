@@ -297,3 +297,19 @@ TEST(BadColl, CommCreateWithUnknownSharedMemorySettingIsInvalidParam)
     EXPECT_FALSE(zap_comm_shared_memory(k.c[0])) << "inproc ranks are threads: no segment";
     k.expect_intact();
 }
+
+// The same for ZAP_COLL_CMA, read with it at creation.
+TEST(BadColl, CommCreateWithUnknownSingleCopySettingIsInvalidParam)
+{
+    Ranks k(2);
+    LogCapture log;
+    zap_comm_t *c = nullptr;
+    {
+        ScopedEnv env("ZAP_COLL_CMA", "yes");
+        EXPECT_EQ(zap_comm_create(k.t[0], &c), ZAP_ERR_INVALID_PARAM);
+    }
+    EXPECT_EQ(c, nullptr);
+    EXPECT_TRUE(log.contains("ZAP_COLL_CMA")) << log.all();
+    EXPECT_FALSE(zap_comm_single_copy(k.c[0])) << "inproc ranks are threads: no segment";
+    k.expect_intact();
+}

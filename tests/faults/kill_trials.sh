@@ -26,6 +26,11 @@
 # the ranks verify; the line then says "during verification" when a rank
 # stopped its verifier for it (the job's peer watch, core/verify/job_watch.c).
 #
+# ALLREDUCE_ALG sets ZAP_ALLREDUCE_ALG for the allreduce trials: with
+# ALLREDUCE_ALG=cma the trials whose hosts share /dev/shm run the single-copy
+# allreduce (the others have no segment and take recursive doubling), and
+# their lines say "single-copy".
+#
 # zap-fault-rank prints each survivor's error time itself; zap-verify does
 # not, so its output is time-stamped line by line as it arrives (bash's
 # EPOCHREALTIME, no fork per line) and a survivor's error time is that of its
@@ -92,7 +97,9 @@ for ((t = 0; t < TRIALS; t++)); do
         # whole (the hosts are namespaces of one machine); even: 4096, which
         # agrees there and moves over the transport.
         count=$((s % 2 ? 4 : 4096))
-        ns_mpirun $np --enable-recovery --mca orte_allowed_exit_without_sync 1 -- \
+        alg=()
+        [ $kind = allreduce ] && [ -n "${ALLREDUCE_ALG:-}" ] && alg=(-x ZAP_ALLREDUCE_ALG="$ALLREDUCE_ALG")
+        ns_mpirun $np --enable-recovery --mca orte_allowed_exit_without_sync 1 "${alg[@]}" -- \
             "$FAULT_RANK" --op $kind --iters 40 --count $count --kill-rank $victim --seed $s --kill-file "$kf" > "$log" 2>&1
         rc=$?
     fi
@@ -119,6 +126,7 @@ for ((t = 0; t < TRIALS; t++)); do
             detail="$detail; during verification"
         fi
         [ "$NS_SHARED_SHM" = 1 ] && detail="$detail; hosts share /dev/shm"
+        [ "$NS_SHARED_SHM" = 1 ] && [ $kind = allreduce ] && [ "${ALLREDUCE_ALG:-}" = cma ] && detail="$detail; single-copy"
         if grep -q "its process is gone" "$log"; then
             detail="$detail; seen in shared memory"
         fi

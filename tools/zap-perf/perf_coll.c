@@ -478,9 +478,11 @@ int perf_coll_main(int argc, char **argv)
                 c.impl = IMPL_MPI;
                 measure(&c, iters, warmup, reps, &m);
             }
-            const char *alg = o.alg ? o.alg : zap_coll_auto_algorithm(op == OP_ALLREDUCE ? "allreduce" : "bcast", bytes, g_size);
+            const char *alg = o.alg ? o.alg
+                              : op == OP_ALLREDUCE ? zap_comm_allreduce_algorithm(comm, bytes)
+                                                   : zap_coll_auto_algorithm("bcast", bytes, g_size);
             /* The shared-memory rule comes before the rows (ranks on one host). */
-            if (!o.alg && bytes <= zap_comm_shared_memory_bytes(comm))
+            if (!o.alg && op != OP_ALLREDUCE && bytes <= zap_comm_shared_memory_bytes(comm))
                 alg = "shm";
             if (gpu1 > gpu0)
                 alg = fb1 > fb0 ? "gpu+host" : "gpu"; /* peer copies over CUDA IPC; "+host": some fell back */

@@ -185,14 +185,18 @@ int zap_coll_shm_first_missing(const zap_coll_op_t *op)
     const zap_coll_shm_t *s = op->comm->shm;
     if (s == NULL)
         return -1;
-    if (!op->agreeing)
-        return op->kind == ZAP_COLL_BCAST ? zap_coll_shm_bcast_first_missing(op) : zap_coll_shm_large_first_missing(op);
+    if (!op->agreeing) {
+        if (op->kind == ZAP_COLL_BCAST)
+            return zap_coll_shm_bcast_first_missing(op);
+        int cma = zap_allreduce_cma_first_missing(op);
+        return cma != -2 ? cma : zap_coll_shm_large_first_missing(op);
+    }
     if (!op->rd.shm || op->rd.state != RD_STEP_WAIT)
         return -1;
     return zap_coll_shm_first_unseen(op, op->rd.shm_wait.seen);
 }
 
-zap_status_t zap_coll_shm_large_turn(zap_coll_op_t *op)
+zap_status_t zap_coll_shm_turn(zap_coll_op_t *op)
 {
     zap_coll_shm_t *s = op->comm->shm;
     if (op->shm_big_seq == 0)
@@ -203,8 +207,15 @@ zap_status_t zap_coll_shm_large_turn(zap_coll_op_t *op)
                   op->comm->rank, op->comm->id);
         return ZAP_ERR_CANCELED;
     }
-    if (s->big_done + 1 != op->shm_big_seq)
-        return ZAP_INPROGRESS;
+    return s->big_done + 1 == op->shm_big_seq ? ZAP_OK : ZAP_INPROGRESS;
+}
+
+zap_status_t zap_coll_shm_large_turn(zap_coll_op_t *op)
+{
+    zap_coll_shm_t *s = op->comm->shm;
+    zap_status_t turn = zap_coll_shm_turn(op);
+    if (turn != ZAP_OK)
+        return turn;
     /* The first large call reserves the area: rank 0 does, the others wait
      * for what it found (every rank then decides alike). */
     if (s->big_known == 0) {

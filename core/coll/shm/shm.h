@@ -49,7 +49,8 @@ typedef struct zap_coll_shm_slot {
  * are zap_coll_shm_tag()s, increasing, so waits ask for at least one. */
 typedef struct zap_coll_shm_ctl {
     _Atomic uint64_t in_seq;  /* this rank's input (a broadcast root's data) of that chunk is in place */
-    unsigned char pad0[56];
+    uint64_t src_addr, dst_addr; /* the single-copy allreduce: this rank's buffers, in its own address space */
+    unsigned char pad0[40];
     _Atomic uint64_t red_seq; /* this rank's block of that chunk's result is in place */
     unsigned char pad1[56];
     _Atomic uint64_t fin_seq; /* this rank is done with that large exchange (its result copied out) */
@@ -85,6 +86,13 @@ typedef struct zap_coll_shm {
     uint64_t big_known;          /* this rank's copy once it is not 0 */
     zap_coll_shm_wait_t big_wait; /* a wait for rank 0's state */
     int big_fd;                  /* rank 0: the segment's file, to reserve the area; else -1 */
+    /* Single-copy reads of peers' memory (process_vm_readv), probed and
+     * agreed at creation (allreduce_cma.c); needs the flags, so the large
+     * area's size must not be 0. */
+    bool cma;
+    unsigned char *cma_scratch; /* this rank's: p chunks of operands */
+    size_t cma_scratch_bytes;
+    size_t *cma_pulled;         /* by rank: elements of its block this rank holds (one call at a time) */
 } zap_coll_shm_t;
 
 #define ZAP_COLL_SHM_LARGE_READY 1 /* the large area is reserved */
@@ -112,6 +120,12 @@ struct zap_comm;
  * capped, and what /dev/shm can reserve, is what all get). On ZAP_OK *shm_p is the segment or NULL (not shared);
  * otherwise the collective error (the communicator cannot be used). */
 zap_status_t zap_coll_shm_attach(struct zap_comm *comm, bool want, uint64_t large_bytes, zap_coll_shm_t **shm_p);
+/* Sets (*shm_p)->cma when want_cma and every rank could read every other
+ * rank's memory (process_vm_readv of the segment's magic at the address each
+ * mapped it); collective, with the same messages whatever each rank finds.
+ * Called right after zap_coll_shm_attach by every rank, with *shm_p NULL or
+ * not alike on all ranks. */
+zap_status_t zap_coll_shm_probe_cma(struct zap_comm *comm, bool want_cma, zap_coll_shm_t *shm);
 /* Rank 0, in the first large call: reserves the large area (posix_fallocate)
  * and publishes the outcome for the other ranks; returns it
  * (ZAP_COLL_SHM_LARGE_READY or ZAP_COLL_SHM_LARGE_NONE). */

@@ -15,6 +15,7 @@
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #define SHM_MAGIC UINT64_C(0x7a61702d73686d31) /* "zap-shm1" */
@@ -26,6 +27,7 @@ typedef struct seg_head {
     uint64_t big_bytes; /* the large area's per-rank size */
     _Atomic uint64_t big_state; /* the large area: 0 not reserved yet, 1 reserved, 2 no room (rank 0 writes) */
     pid_t pids[ZAP_COLL_SHM_MAX_RANKS];
+    uint64_t bases[ZAP_COLL_SHM_MAX_RANKS]; /* where each rank mapped the segment: the single-copy probe reads there */
 } seg_head_t;
 _Static_assert(sizeof(seg_head_t) <= ZAP_COLL_SHM_SLOT_BYTES, "the head fits its page");
 _Static_assert(offsetof(zap_coll_shm_slot_t, payload) + ZAP_COLL_SHM_PAYLOAD <= ZAP_COLL_SHM_SLOT_BYTES,
@@ -55,8 +57,9 @@ static size_t seg_bytes(int p, size_t big)
 
 /* Above 4 ranks the large allreduce loses to the ring beyond 512 KiB (8
  * ranks on the H200 host: 1 MiB 500-680 us against the ring's 430-450, 2-4
- * MiB about 2x slower; the broadcast was not measured there and takes the
- * same cap, the chain being 1.8-2.4x Open MPI from 1 MiB), while up to 4
+ * MiB about 2x slower; the single-copy allreduce, allreduce_cma.c, now takes
+ * those sizes where it may; the broadcast was not measured there and takes
+ * the same cap, the chain being 1.8-2.4x Open MPI from 1 MiB), while up to 4
  * ranks both win to 8 MiB and more (dev, 4 ranks, 8 MiB: allreduce
  * 1.48-1.94x and broadcast 1.29-2.18x Open MPI with a 12 MiB area);
  * docs/collectives.md. */
@@ -167,8 +170,10 @@ zap_status_t zap_coll_shm_attach(zap_comm_t *comm, bool want, uint64_t large_byt
         goto fail;
     if (r != 0 && want)
         m = open_ref(p, &ref);
-    if (m != NULL)
+    if (m != NULL) {
         ((seg_head_t *)m)->pids[r] = getpid();
+        ((seg_head_t *)m)->bases[r] = (uint64_t)(uintptr_t)m;
+    }
     /* Everyone has mapped the segment or given up: the name can go. */
     int32_t ok = m != NULL, all = 0;
     st = zap_coll_allreduce_rd(comm, &ok, &all, 1, ZAP_DT_INT32, ZAP_OP_MIN);
@@ -230,10 +235,43 @@ uint64_t zap_coll_shm_reserve_large(zap_coll_shm_t *s)
     return state;
 }
 
+/* Whether this process may read rank q's memory: the segment's magic, read
+ * from where q mapped it. Fails where ptrace rules forbid (Yama's
+ * ptrace_scope 1 and up without CAP_SYS_PTRACE, a seccomp filter, another
+ * user). */
+static bool can_read_peer(const zap_coll_shm_t *s, int q)
+{
+    const seg_head_t *h = s->base;
+    uint64_t v = 0;
+    struct iovec local = {&v, sizeof(v)}, remote = {(void *)(uintptr_t)h->bases[q], sizeof(v)};
+    ssize_t n = process_vm_readv(h->pids[q], &local, 1, &remote, 1, 0);
+    if (n == (ssize_t)sizeof(v) && v == SHM_MAGIC)
+        return true;
+    zap_info("coll: rank %d: single-copy reads of rank %d's memory are not available (process_vm_readv: %s); large "
+             "allreduces take the shared-memory area or the transport",
+             s->rank, q, n < 0 ? strerror(errno) : "wrong bytes");
+    return false;
+}
+
+zap_status_t zap_coll_shm_probe_cma(zap_comm_t *comm, bool want_cma, zap_coll_shm_t *s)
+{
+    if (s == NULL)
+        return ZAP_OK; /* on every rank alike (attach agreed it) */
+    int32_t ok = want_cma && s->ctl != NULL, all = 0;
+    for (int q = 0; ok && q < s->size; q++)
+        ok = q == s->rank || can_read_peer(s, q);
+    zap_status_t st = zap_coll_allreduce_rd(comm, &ok, &all, 1, ZAP_DT_INT32, ZAP_OP_MIN);
+    if (st == ZAP_OK)
+        s->cma = all != 0;
+    return st;
+}
+
 void zap_coll_shm_detach(zap_coll_shm_t *shm)
 {
     if (shm == NULL)
         return;
+    free(shm->cma_scratch);
+    free(shm->cma_pulled);
     munmap(shm->base, shm->bytes);
     if (shm->big_fd >= 0)
         close(shm->big_fd);

@@ -62,7 +62,10 @@ static zap_status_t fall_back(zap_coll_op_t *op)
     zap_dtype_t dt = s->dt;
     zap_op_t zop = s->zop;
     int alg = s->host_alg;
+    bool cma_voted = zap_allreduce_cma_voted_yes(op);
     zap_coll_rd_release(op);
+    if (alg == ZAP_AR_CMA)
+        return zap_allreduce_cma_run(op, src, dst, count, dt, zop, cma_voted);
     zap_status_t st = alg == ZAP_AR_RING  ? zap_allreduce_ring_init(op, src, dst, count, dt, zop)
                       : alg == ZAP_AR_SHM ? zap_allreduce_shm_large_init(op, src, dst, count, dt, zop, true)
                                           : zap_allreduce_rabenseifner_init(op, src, dst, count, dt, zop);

@@ -1,0 +1,361 @@
+/* Single-copy allreduce: ranks on one host read each other's buffers
+ * directly (process_vm_readv, "cross-memory attach"), so every byte is copied
+ * once between processes and there is no staging area and no message. It
+ * runs after the arguments agreed in the shared-memory exchange, as large
+ * exchange k of the communicator (coll/shm/shm.h), in four steps:
+ *
+ *   1. publish this rank's buffer addresses in its flag line, in_seq = k;
+ *   2. once every in_seq holds k: reduce block r (the r-th of p even element
+ *      ranges) straight into this rank's own output, reading the p inputs'
+ *      block r chunk by chunk and combining them in rank order,
+ *      (c0 op c1) op ... op c(p-1); after each chunk, red_seq = (k, chunk);
+ *   3. pull every other rank's finished block from its output into this
+ *      rank's, as far as that rank's red_seq says it is done, taking
+ *      whichever rank has something new (a slow rank holds up only its own
+ *      block);
+ *   4. fin_seq = k, then wait until every rank's fin_seq holds k.
+ *
+ * Per rank it reads n bytes of other processes' memory and writes n of its
+ * own, with one wait at the start and one at the end: against the large
+ * shared-memory form's three copies (in, reduce, out) and two waits per
+ * chunk, and the ring's 2 (p - 1) rounds. Results are identical on every rank
+ * and to direct's and the shared-memory forms' (same operands, same order,
+ * each element combined once by one rank, copied as bytes).
+ *
+ * Why it is safe:
+ *   - Only reads cross processes. A rank that gave up on a call (an error, a
+ *     timeout) may free its buffers while others still read them; they can
+ *     read garbage or fail with EFAULT, never write into it. They then wait
+ *     for its fin_seq, which never comes, and report it: a call never
+ *     succeeds on anything read from a rank that left it.
+ *   - Block q of every rank's buffers is touched by rank q alone until q
+ *     publishes it reduced: q reads block q of every input, then writes block
+ *     q of its own output. The others read q's output block only after that,
+ *     and write their own copy of it. In place (input = output) this holds
+ *     chunk by chunk: q reads its own input chunk into scratch before its
+ *     output chunk is overwritten.
+ *   - A rank returns only after every rank's fin_seq holds k, i.e. after the
+ *     last read of its buffers; its next call publishes new addresses only
+ *     then, and every other rank read this call's before its own fin.
+ *   - A dead peer is named by its pid (ESRCH from the read, or the wait's
+ *     liveness check), a live one that never comes by ZAP_TIMEOUT (comm.c).
+ *
+ * The agreement carries each rank's vote that its buffers are host memory
+ * (GPU memory cannot be read this way): where any rank votes no, every rank
+ * takes the large shared-memory form if the vector fits its area, else the
+ * transport algorithm of the table (zap_allreduce_cma_run). */
+#define _GNU_SOURCE
+#include "coll/coll_impl.h"
+#include "coll/reduce/reduce.h"
+#include "coll/shm/shm.h"
+#include "base/log.h"
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+
+/* The operands of one chunk (p of them) must stay in cache. */
+#define CMA_SCRATCH_MAX ((size_t)1 << 20)
+/* A lane of the header's lanes word that the mismatch check ignores (as the
+ * GPU path's vote: coll/staging/stage_round.c explains the rule). */
+#define CMA_VOTE_LANE 6
+_Static_assert(ZAP_LANE_N <= CMA_VOTE_LANE && CMA_VOTE_LANE < 7, "the vote lane is free and not the GPU path's");
+#define CMA_VOTE_BIT ((uint64_t)1 << (8 * CMA_VOTE_LANE))
+
+enum { STEP_TURN, STEP_ADDRS, STEP_REDUCE, STEP_PULL, STEP_FIN };
+
+typedef struct cma_ar {
+    const unsigned char *src;
+    unsigned char *dst;
+    size_t count, es;
+    size_t chunk_elems; /* elements per chunk of a block */
+    zap_dtype_t dt;
+    zap_op_t zop;
+    int step;
+    int wait_q;    /* STEP_PULL: the rank whose next chunk this rank waits for, -1: none yet */
+    bool in_place;
+    zap_coll_shm_wait_t wait;
+} cma_ar_t;
+_Static_assert(sizeof(cma_ar_t) <= ZAP_COLL_ALG_STATE_BYTES, "state too large");
+
+void zap_allreduce_cma_vote(zap_coll_op_t *op, bool can)
+{
+    if (can) {
+        op->hdr_own.min[ZAP_HDR_LANES] |= CMA_VOTE_BIT;
+        op->hdr_own.max[ZAP_HDR_LANES] |= CMA_VOTE_BIT;
+    }
+}
+
+bool zap_allreduce_cma_voted_yes(const zap_coll_op_t *op)
+{
+    return op->rd.acc != NULL && (op->rd.acc->min[ZAP_HDR_LANES] & CMA_VOTE_BIT) != 0;
+}
+
+/* Elements [lo, hi) of block q of n split over p (as the large form's). */
+static void block(size_t n, int p, int q, size_t *lo, size_t *hi)
+{
+    size_t base = n / (size_t)p, extra = n % (size_t)p;
+    *lo = base * (size_t)q + ((size_t)q < extra ? (size_t)q : extra);
+    *hi = *lo + base + ((size_t)q < extra ? 1 : 0);
+}
+
+/* Reads bytes at rank q's address from into to; a short read is retried
+ * (the kernel moves at most about 2 GiB per call). */
+static zap_status_t read_peer(const zap_coll_op_t *op, int q, void *to, uint64_t from, size_t bytes)
+{
+    const zap_coll_shm_t *s = op->comm->shm;
+    while (bytes > 0) {
+        struct iovec local = {to, bytes}, remote = {(void *)(uintptr_t)from, bytes};
+        ssize_t n = process_vm_readv(s->pids[q], &local, 1, &remote, 1, 0);
+        if (n > 0) {
+            to = (unsigned char *)to + n;
+            from += (uint64_t)n;
+            bytes -= (size_t)n;
+            continue;
+        }
+        int err = n < 0 ? errno : EFAULT;
+        int tr = zap_coll_transport_rank(op->comm, q);
+        if (err == ESRCH) {
+            zap_error("coll: rank %d: peer rank %d (pid %d) failed: its process is gone (single-copy allreduce on "
+                      "communicator %u, sequence %llu)",
+                      op->comm->rank, tr, (int)s->pids[q], op->comm->id, (unsigned long long)op->seq);
+            return ZAP_ERR_PEER_FAILED;
+        }
+        zap_error("coll: rank %d: single-copy allreduce on communicator %u (sequence %llu): reading %zu bytes at "
+                  "0x%llx of rank %d (pid %d) failed: %s; that rank's buffer is shorter than the agreed count, "
+                  "not host memory, or no longer valid",
+                  op->comm->rank, op->comm->id, (unsigned long long)op->seq, bytes, (unsigned long long)from, tr,
+                  (int)s->pids[q], strerror(err));
+        return ZAP_ERR_TRANSPORT;
+    }
+    return ZAP_OK;
+}
+
+/* Scratch for one chunk of every rank's operand; the chunk shrinks so that
+ * p of them fit CMA_SCRATCH_MAX. */
+static zap_status_t scratch_for(zap_coll_shm_t *s, cma_ar_t *a)
+{
+    size_t chunk = a->chunk_elems * a->es, cap = CMA_SCRATCH_MAX / (size_t)s->size;
+    if (chunk > cap)
+        a->chunk_elems = cap / a->es > 0 ? cap / a->es : 1;
+    /* Chunk numbers ride in 24 bits of the flags (zap_coll_shm_tag). */
+    size_t block_max = a->count / (size_t)s->size + 1;
+    if (block_max / a->chunk_elems >= 0xfffff0)
+        a->chunk_elems = block_max / 0xfffff0 + 1;
+    size_t need = a->chunk_elems * a->es * (size_t)s->size;
+    if (s->cma_pulled == NULL && (s->cma_pulled = calloc((size_t)s->size, sizeof(size_t))) == NULL) {
+        zap_error("coll: rank %d: single-copy allreduce: no memory", s->rank);
+        return ZAP_ERR_NO_MEMORY;
+    }
+    if (need > s->cma_scratch_bytes) {
+        unsigned char *m = aligned_alloc(64, (need + 63) / 64 * 64);
+        if (m == NULL) {
+            zap_error("coll: rank %d: single-copy allreduce: no memory for %zu bytes of scratch", s->rank, need);
+            return ZAP_ERR_NO_MEMORY;
+        }
+        free(s->cma_scratch);
+        s->cma_scratch = m;
+        s->cma_scratch_bytes = need;
+    }
+    return ZAP_OK;
+}
+
+/* Step 2: block r of the result, chunk by chunk, into this rank's output. */
+static zap_status_t reduce_own_block(zap_coll_op_t *op, cma_ar_t *a, uint64_t k)
+{
+    zap_coll_shm_t *s = op->comm->shm;
+    int p = s->size, r = s->rank;
+    size_t lo, hi;
+    block(a->count, p, r, &lo, &hi);
+    const void *operand[ZAP_COLL_SHM_MAX_RANKS];
+    size_t j = 0;
+    for (size_t first = lo; first < hi; first += a->chunk_elems, j++) {
+        size_t n = hi - first < a->chunk_elems ? hi - first : a->chunk_elems, at = first * a->es, bytes = n * a->es;
+        /* Others' operands in turn from the next rank on, so that p ranks do
+         * not all read rank 0 first. */
+        for (int i = 1; i <= p; i++) {
+            int q = (r + i) % p;
+            unsigned char *slot = s->cma_scratch + (size_t)q * a->chunk_elems * a->es;
+            if (q == r) {
+                /* In place, the output chunk is overwritten below. */
+                operand[q] = a->in_place ? memcpy(slot, a->src + at, bytes) : a->src + at;
+                continue;
+            }
+            zap_status_t st = read_peer(op, q, slot, s->ctl[q].src_addr + at, bytes);
+            if (st != ZAP_OK)
+                return st;
+            operand[q] = slot;
+        }
+        zap_reduce_cpu(a->dt, a->zop, a->dst + at, operand[0], operand[1], n);
+        for (int q = 2; q < p; q++)
+            zap_reduce_cpu(a->dt, a->zop, a->dst + at, a->dst + at, operand[q], n);
+        atomic_store_explicit(&s->ctl[r].red_seq, zap_coll_shm_tag(k, j), memory_order_release);
+    }
+    return ZAP_OK;
+}
+
+/* Step 3, from where this rank is: every other rank's block, as far as its
+ * owner has published it, from whichever rank has something new; when none
+ * has, a wait (with the liveness check) on the first rank still missing. */
+static zap_status_t pull(zap_coll_op_t *op, cma_ar_t *a, uint64_t k)
+{
+    zap_coll_shm_t *s = op->comm->shm;
+    int p = s->size;
+    size_t *pulled = s->cma_pulled;
+    for (;;) {
+        int first_missing = -1;
+        bool moved = false;
+        for (int i = 1; i < p; i++) {
+            int q = (s->rank + i) % p;
+            size_t lo, hi;
+            block(a->count, p, q, &lo, &hi);
+            if (lo + pulled[q] >= hi)
+                continue;
+            uint64_t v = atomic_load_explicit(&s->ctl[q].red_seq, memory_order_acquire);
+            size_t done = v >= zap_coll_shm_tag(k, 0) ? (size_t)(v - zap_coll_shm_tag(k, 0) + 1) * a->chunk_elems : 0;
+            size_t upto = lo + done < hi ? lo + done : hi;
+            if (upto <= lo + pulled[q]) {
+                if (first_missing < 0)
+                    first_missing = q;
+                continue;
+            }
+            size_t at = (lo + pulled[q]) * a->es;
+            zap_status_t st = read_peer(op, q, a->dst + at, s->ctl[q].dst_addr + at, (upto - lo - pulled[q]) * a->es);
+            if (st != ZAP_OK)
+                return st;
+            pulled[q] = upto - lo;
+            moved = true;
+        }
+        if (first_missing < 0 && !moved)
+            return ZAP_OK; /* every block is here */
+        if (moved)
+            continue;
+        if (a->wait_q != first_missing) {
+            a->wait_q = first_missing;
+            a->wait = (zap_coll_shm_wait_t){0, 0, 0};
+        }
+        /* Its next chunk: the one after what this rank holds. */
+        a->wait.seen = zap_coll_shm_all_ranks(s) & ~(UINT64_C(1) << first_missing);
+        zap_status_t st = zap_coll_shm_gather(op, &s->ctl[0].red_seq, sizeof(s->ctl[0]),
+                                              zap_coll_shm_tag(k, pulled[first_missing] / a->chunk_elems), true,
+                                              &a->wait);
+        if (st != ZAP_OK)
+            return st;
+    }
+}
+
+static zap_status_t cma_progress(zap_coll_op_t *op)
+{
+    cma_ar_t *a = (cma_ar_t *)op->alg_state;
+    zap_coll_shm_t *s = op->comm->shm;
+    zap_status_t st;
+    if (a->step == STEP_TURN) {
+        if ((st = zap_coll_shm_turn(op)) != ZAP_OK)
+            return st;
+        if ((st = scratch_for(s, a)) != ZAP_OK)
+            return st;
+        memset(s->cma_pulled, 0, sizeof(size_t) * (size_t)s->size);
+        a->step = STEP_ADDRS;
+        a->wait = (zap_coll_shm_wait_t){0, 0, 0};
+        s->ctl[s->rank].src_addr = (uint64_t)(uintptr_t)a->src;
+        s->ctl[s->rank].dst_addr = (uint64_t)(uintptr_t)a->dst;
+        atomic_store_explicit(&s->ctl[s->rank].in_seq, zap_coll_shm_tag(op->shm_big_seq, 0), memory_order_release);
+    }
+    uint64_t k = op->shm_big_seq;
+    if (a->step == STEP_ADDRS) {
+        st = zap_coll_shm_gather(op, &s->ctl[0].in_seq, sizeof(s->ctl[0]), zap_coll_shm_tag(k, 0), true, &a->wait);
+        if (st != ZAP_OK)
+            return st;
+        if ((st = reduce_own_block(op, a, k)) != ZAP_OK)
+            return st;
+        a->step = STEP_PULL;
+        a->wait_q = -1;
+        a->wait = (zap_coll_shm_wait_t){0, 0, 0};
+    }
+    if (a->step == STEP_PULL) {
+        if ((st = pull(op, a, k)) != ZAP_OK)
+            return st;
+        a->step = STEP_FIN;
+        a->wait = (zap_coll_shm_wait_t){0, 0, 0};
+        atomic_store_explicit(&s->ctl[s->rank].fin_seq, zap_coll_shm_fin(k), memory_order_release);
+    }
+    st = zap_coll_shm_gather(op, &s->ctl[0].fin_seq, sizeof(s->ctl[0]), zap_coll_shm_fin(k), true, &a->wait);
+    if (st != ZAP_OK)
+        return st;
+    s->big_done = k;
+    return ZAP_OK;
+}
+
+/* The first progress after the agreement: the form every rank agreed on. */
+static zap_status_t cma_start(zap_coll_op_t *op)
+{
+    cma_ar_t *a = (cma_ar_t *)op->alg_state;
+    return zap_allreduce_cma_run(op, a->src, a->dst, a->count, a->dt, a->zop, zap_allreduce_cma_voted_yes(op));
+}
+
+static void state_init(zap_coll_op_t *op, const void *sendbuf, void *recvbuf, size_t count, zap_dtype_t dt,
+                       zap_op_t zop, size_t chunk)
+{
+    cma_ar_t *a = (cma_ar_t *)op->alg_state;
+    memset(a, 0, sizeof(*a));
+    a->src = sendbuf;
+    a->dst = recvbuf;
+    a->count = count;
+    a->es = zap_dtype_size(dt);
+    a->dt = dt;
+    a->zop = zop;
+    a->in_place = sendbuf == recvbuf;
+    a->chunk_elems = chunk / a->es > 0 ? chunk / a->es : 1;
+    a->step = STEP_TURN;
+}
+
+zap_status_t zap_allreduce_cma_init(zap_coll_op_t *op, const void *sendbuf, void *recvbuf, size_t count,
+                                    zap_dtype_t dt, zap_op_t zop)
+{
+    zap_coll_shm_t *s = op->comm->shm;
+    if (s == NULL || !s->cma || !op->shm_agree)
+        return ZAP_ERR_INVALID_PARAM; /* the caller's choice says it can */
+    state_init(op, sendbuf, recvbuf, count, dt, zop, zap_coll_shm_large_chunk(op, false));
+    zap_status_t st = zap_coll_rd_init(op, 0, NULL, 0, dt, zop);
+    if (st != ZAP_OK)
+        return st;
+    op->agreeing = true;
+    op->progress = cma_start;
+    return ZAP_OK;
+}
+
+zap_status_t zap_allreduce_cma_run(zap_coll_op_t *op, const void *sendbuf, void *recvbuf, size_t count,
+                                   zap_dtype_t dt, zap_op_t zop, bool voted)
+{
+    zap_coll_shm_t *s = op->comm->shm;
+    zap_status_t st;
+    if (voted && s != NULL && s->cma && count > 0) {
+        cma_ar_t *a = (cma_ar_t *)op->alg_state;
+        /* The chunk agreed (the header's extra word) is the one set at init;
+         * after the GPU path's vote it is the default. */
+        size_t chunk = op->progress == cma_start ? a->chunk_elems * a->es : ZAP_COLL_SHM_CHUNK_BYTES;
+        state_init(op, sendbuf, recvbuf, count, dt, zop, chunk);
+        op->progress = cma_progress;
+        op->agreeing = false;
+        return cma_progress(op);
+    }
+    if (s != NULL && count * zap_dtype_size(dt) <= s->big_bytes) {
+        zap_coll_rd_release(op); /* the agreement's buffers: done with */
+        st = zap_allreduce_shm_large_init(op, sendbuf, recvbuf, count, dt, zop, true);
+        if (st != ZAP_OK)
+            return st;
+        op->agreeing = false;
+        return op->progress(op);
+    }
+    return zap_allreduce_transport_run(op, sendbuf, recvbuf, count, dt, zop);
+}
+
+int zap_allreduce_cma_first_missing(const zap_coll_op_t *op)
+{
+    if (op->progress != cma_progress)
+        return -2;
+    const cma_ar_t *a = (const cma_ar_t *)op->alg_state;
+    if (a->step == STEP_TURN || op->shm_big_seq <= op->comm->shm->big_done)
+        return -1;
+    return zap_coll_shm_first_unseen(op, a->wait.seen);
+}
