@@ -200,6 +200,23 @@ struct zap_comm {
     struct zap_coll_shm *shm;    /* every rank on one host: the shared segment (coll/shm/shm.h), else NULL */
 };
 
+/* A per-call yes/no riding lane `lane` of the header's lanes word, one the
+ * mismatch check ignores (above ZAP_LANE_N): the agreement combines equal
+ * words unchanged and rebuilds the defined lanes of differing ones, leaving
+ * this lane 0, so the agreed minimum is 1 exactly when every rank voted 1.
+ * Vote after zap_coll_hdr_init; read once the agreement is done. */
+static inline void zap_coll_hdr_vote(zap_coll_op_t *op, int lane, bool can)
+{
+    if (can) {
+        op->hdr_own.min[ZAP_HDR_LANES] |= (uint64_t)1 << (8 * lane);
+        op->hdr_own.max[ZAP_HDR_LANES] |= (uint64_t)1 << (8 * lane);
+    }
+}
+static inline bool zap_coll_hdr_voted_yes(const zap_coll_op_t *op, int lane)
+{
+    return op->rd.acc != NULL && (op->rd.acc->min[ZAP_HDR_LANES] & ((uint64_t)1 << (8 * lane))) != 0;
+}
+
 /* The transport rank of comm rank r (what log lines name). */
 static inline int zap_coll_transport_rank(const zap_comm_t *comm, int r) { return comm->ranks ? comm->ranks[r] : r; }
 

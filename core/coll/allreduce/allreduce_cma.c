@@ -56,11 +56,10 @@
 
 /* The operands of one chunk (p of them) must stay in cache. */
 #define CMA_SCRATCH_MAX ((size_t)1 << 20)
-/* A lane of the header's lanes word that the mismatch check ignores (as the
- * GPU path's vote: coll/staging/stage_round.c explains the rule). */
+/* This rank's vote that its buffers are host memory: a lane of the header's
+ * lanes word (zap_coll_hdr_vote), not the GPU path's. */
 #define CMA_VOTE_LANE 6
 _Static_assert(ZAP_LANE_N <= CMA_VOTE_LANE && CMA_VOTE_LANE < 7, "the vote lane is free and not the GPU path's");
-#define CMA_VOTE_BIT ((uint64_t)1 << (8 * CMA_VOTE_LANE))
 
 enum { STEP_TURN, STEP_ADDRS, STEP_REDUCE, STEP_PULL, STEP_FIN };
 
@@ -78,26 +77,9 @@ typedef struct cma_ar {
 } cma_ar_t;
 _Static_assert(sizeof(cma_ar_t) <= ZAP_COLL_ALG_STATE_BYTES, "state too large");
 
-void zap_allreduce_cma_vote(zap_coll_op_t *op, bool can)
-{
-    if (can) {
-        op->hdr_own.min[ZAP_HDR_LANES] |= CMA_VOTE_BIT;
-        op->hdr_own.max[ZAP_HDR_LANES] |= CMA_VOTE_BIT;
-    }
-}
+void zap_allreduce_cma_vote(zap_coll_op_t *op, bool can) { zap_coll_hdr_vote(op, CMA_VOTE_LANE, can); }
 
-bool zap_allreduce_cma_voted_yes(const zap_coll_op_t *op)
-{
-    return op->rd.acc != NULL && (op->rd.acc->min[ZAP_HDR_LANES] & CMA_VOTE_BIT) != 0;
-}
-
-/* Elements [lo, hi) of block q of n split over p (as the large form's). */
-static void block(size_t n, int p, int q, size_t *lo, size_t *hi)
-{
-    size_t base = n / (size_t)p, extra = n % (size_t)p;
-    *lo = base * (size_t)q + ((size_t)q < extra ? (size_t)q : extra);
-    *hi = *lo + base + ((size_t)q < extra ? 1 : 0);
-}
+bool zap_allreduce_cma_voted_yes(const zap_coll_op_t *op) { return zap_coll_hdr_voted_yes(op, CMA_VOTE_LANE); }
 
 /* Reads bytes at rank q's address from into to; a short read is retried
  * (the kernel moves at most about 2 GiB per call). */
@@ -166,7 +148,7 @@ static zap_status_t reduce_own_block(zap_coll_op_t *op, cma_ar_t *a, uint64_t k)
     zap_coll_shm_t *s = op->comm->shm;
     int p = s->size, r = s->rank;
     size_t lo, hi;
-    block(a->count, p, r, &lo, &hi);
+    zap_coll_shm_block(a->count, p, r, &lo, &hi);
     const void *operand[ZAP_COLL_SHM_MAX_RANKS];
     size_t j = 0;
     for (size_t first = lo; first < hi; first += a->chunk_elems, j++) {
@@ -208,7 +190,7 @@ static zap_status_t pull(zap_coll_op_t *op, cma_ar_t *a, uint64_t k)
         for (int i = 1; i < p; i++) {
             int q = (s->rank + i) % p;
             size_t lo, hi;
-            block(a->count, p, q, &lo, &hi);
+            zap_coll_shm_block(a->count, p, q, &lo, &hi);
             if (lo + pulled[q] >= hi)
                 continue;
             uint64_t v = atomic_load_explicit(&s->ctl[q].red_seq, memory_order_acquire);

@@ -49,14 +49,6 @@ typedef struct shm_large {
 } shm_large_t;
 _Static_assert(sizeof(shm_large_t) <= ZAP_COLL_ALG_STATE_BYTES, "state too large");
 
-/* Elements [lo, hi) of block q of n split over p. */
-static void block(size_t n, int p, int q, size_t *lo, size_t *hi)
-{
-    size_t base = n / (size_t)p, extra = n % (size_t)p;
-    *lo = base * (size_t)q + ((size_t)q < extra ? (size_t)q : extra);
-    *hi = *lo + base + ((size_t)q < extra ? 1 : 0);
-}
-
 /* The current chunk's first element and length. */
 static void chunk_range(const shm_large_t *a, size_t *first, size_t *n)
 {
@@ -68,7 +60,7 @@ static void reduce_own_block(zap_coll_shm_t *s, const shm_large_t *a)
 {
     size_t es = zap_dtype_size(a->dt), first, n, lo, hi;
     chunk_range(a, &first, &n);
-    block(n, s->size, s->rank, &lo, &hi);
+    zap_coll_shm_block(n, s->size, s->rank, &lo, &hi);
     if (hi == lo)
         return;
     size_t at = (first + lo) * es;

@@ -98,6 +98,16 @@ typedef struct zap_coll_shm {
 #define ZAP_COLL_SHM_LARGE_READY 1 /* the large area is reserved */
 #define ZAP_COLL_SHM_LARGE_NONE 2  /* /dev/shm had no room: large calls go over the transport */
 
+/* Elements [lo, hi) of block q of n split over p as evenly as it goes (the
+ * first n % p blocks one longer): the block rank q reduces in the large
+ * forms. */
+static inline void zap_coll_shm_block(size_t n, int p, int q, size_t *lo, size_t *hi)
+{
+    size_t base = n / (size_t)p, extra = n % (size_t)p;
+    *lo = base * (size_t)q + ((size_t)q < extra ? (size_t)q : extra);
+    *hi = *lo + base + ((size_t)q < extra ? 1 : 0);
+}
+
 /* One bit per rank of s. */
 static inline uint64_t zap_coll_shm_all_ranks(const zap_coll_shm_t *s)
 {

@@ -37,25 +37,12 @@ bool zap_stage_wanted(zap_coll_op_t *op, size_t bytes)
     return path != PATH_OFF && (path == PATH_IPC || bytes >= min_bytes) && zap_stage_device_present();
 }
 
-/* The vote rides in a lane of the header's lanes word that the mismatch
- * check ignores; the agreement combines equal words unchanged and rebuilds
- * the defined lanes of differing ones, leaving this lane 0: its agreed
- * minimum is 1 exactly when every rank voted 1. */
+/* The vote rides in a lane of the header's lanes word (zap_coll_hdr_vote). */
 _Static_assert(ZAP_LANE_N <= ZAP_STAGE_VOTE_LANE && ZAP_STAGE_VOTE_LANE < 8, "the vote lane is free");
-#define VOTE_BIT ((uint64_t)1 << (8 * ZAP_STAGE_VOTE_LANE))
 
-void zap_stage_vote(zap_coll_op_t *op, bool can)
-{
-    if (can) {
-        op->hdr_own.min[ZAP_HDR_LANES] |= VOTE_BIT;
-        op->hdr_own.max[ZAP_HDR_LANES] |= VOTE_BIT;
-    }
-}
+void zap_stage_vote(zap_coll_op_t *op, bool can) { zap_coll_hdr_vote(op, ZAP_STAGE_VOTE_LANE, can); }
 
-bool zap_stage_voted_yes(const zap_coll_op_t *op)
-{
-    return op->rd.acc != NULL && (op->rd.acc->min[ZAP_HDR_LANES] & VOTE_BIT) != 0;
-}
+bool zap_stage_voted_yes(const zap_coll_op_t *op) { return zap_coll_hdr_voted_yes(op, ZAP_STAGE_VOTE_LANE); }
 
 void zap_stage_x_init(zap_coll_op_t *op, zap_stage_x_t *x, size_t bytes, bool can)
 {
