@@ -103,8 +103,8 @@ static const cfg_row_t rows[] = {
                           CFG_CHOICE, "auto|off", 0, 0},
     [ZAP_CFG_COLL_SHM_LARGE_BYTES] = {{"ZAP_COLL_SHM_LARGE_BYTES", "16M", "bytes, 0 to 64M",
                                        "Largest allreduce or broadcast the shared-memory segment carries "
-                                       "(ranks on one host); each communicator reserves this per rank plus "
-                                       "one more in /dev/shm at its first large call, at most 64M in all, "
+                                       "(ranks on one host); each communicator reserves up to this per rank "
+                                       "plus one more in /dev/shm as its large calls need, at most 64M in all, "
                                        "and at most 512K per rank above 4 ranks (where the single-copy "
                                        "allreduce, ZAP_COLL_CMA, or else the ring measured faster beyond). 0: "
                                        "4032 bytes only, and no single-copy allreduce. Rank 0's value holds "

@@ -309,12 +309,13 @@ void zap_coll_shm_large_settle(zap_coll_op_t *op);
  * the arguments agreed: take op's large exchange number (agreements complete
  * in post order on every rank, and a mismatched call takes none), then
  * ZAP_OK once this rank's previous large exchange is done and the area is
- * reserved (the first large call reserves it), ZAP_INPROGRESS before,
- * ZAP_ERR_CANCELED (logged) after an earlier one was abandoned, and
- * ZAP_ERR_NO_MEMORY, on every rank alike, when /dev/shm had no room: the
+ * reserved for bytes per slot (a call beyond what is reserved grows it),
+ * ZAP_INPROGRESS before, ZAP_ERR_CANCELED (logged) after an earlier one was
+ * abandoned, and ZAP_ERR_NO_MEMORY, on every rank alike, when /dev/shm had
+ * no room for bytes: the
  * caller then runs a transport algorithm (zap_allreduce_transport_init,
  * zap_bcast_transport_init). */
-zap_status_t zap_coll_shm_large_turn(zap_coll_op_t *op);
+zap_status_t zap_coll_shm_large_turn(zap_coll_op_t *op, size_t bytes);
 /* The same turn for a large exchange that needs no area (the single-copy
  * allreduce): ZAP_OK, ZAP_INPROGRESS or ZAP_ERR_CANCELED. */
 zap_status_t zap_coll_shm_turn(zap_coll_op_t *op);

@@ -469,6 +469,43 @@ TEST_F(CollMpi, SingleCopyInterleavedFreedAndOff)
     zap_comm_destroy(c);
 }
 
+// The large area is reserved as the calls need it, growing: a fresh
+// communicator's large calls of growing size, broadcasts and allreduces
+// alternating, then small ones again, all checked. Under
+// mpi.mpi_coll.np2.shm_no_room (8 MiB of /dev/shm) the growth stops at the
+// first call /dev/shm has no room for: that one and larger go over the
+// transport, smaller ones still through the area, on every rank alike.
+TEST_F(CollMpi, SharedMemoryAreaGrowsWithTheCalls)
+{
+    int rank = MpiRank(), size = MpiSize();
+    zap_comm_t *c = nullptr;
+    ASSERT_EQ(zap_comm_create(t_, &c), ZAP_OK);
+    size_t area = zap_comm_shared_memory_bytes(c);
+    std::vector<size_t> counts;
+    for (size_t bytes : {(size_t)5000, (size_t)64 << 10, (size_t)300 << 10, (size_t)1 << 20, (size_t)3 << 20, area,
+                         (size_t)200 << 10, (size_t)8000})
+        if (bytes <= area && bytes > ZAP_COLL_SHM_MAX_BYTES)
+            counts.push_back(bytes / 4);
+    setenv("ZAP_ALLREDUCE_ALG", "shm", 1); // not the single-copy form, which needs no area
+    for (size_t i = 0; i < counts.size(); i++) {
+        size_t n = counts[i];
+        std::vector<int32_t> x(n), y(n, -1);
+        for (size_t j = 0; j < n; j++)
+            x[j] = i % 2 ? (rank == 1 % size ? (int32_t)(j * 7 + i) : 0) : rank + (int32_t)(j % 11);
+        if (i % 2) {
+            ASSERT_EQ(zap_bcast(c, x.data(), n, ZAP_DT_INT32, 1 % size), ZAP_OK) << n;
+            for (size_t j : {(size_t)0, n / 2, n - 1})
+                ASSERT_EQ(x[j], (int32_t)(j * 7 + i)) << n;
+        } else {
+            ASSERT_EQ(zap_allreduce(c, x.data(), y.data(), n, ZAP_DT_INT32, ZAP_OP_SUM), ZAP_OK) << n;
+            for (size_t j : {(size_t)0, n / 2, n - 1})
+                ASSERT_EQ(y[j], size * (size - 1) / 2 + size * (int32_t)(j % 11)) << n;
+        }
+    }
+    unsetenv("ZAP_ALLREDUCE_ALG");
+    zap_comm_destroy(c);
+}
+
 // Off on request: the same calls then go over the transport; a large area of
 // 0 keeps the slots only.
 TEST_F(CollMpi, SharedMemoryOffGivesATransportCommunicator)

@@ -210,27 +210,34 @@ zap_status_t zap_coll_shm_turn(zap_coll_op_t *op)
     return s->big_done + 1 == op->shm_big_seq ? ZAP_OK : ZAP_INPROGRESS;
 }
 
-zap_status_t zap_coll_shm_large_turn(zap_coll_op_t *op)
+zap_status_t zap_coll_shm_large_turn(zap_coll_op_t *op, size_t bytes)
 {
     zap_coll_shm_t *s = op->comm->shm;
     zap_status_t turn = zap_coll_shm_turn(op);
     if (turn != ZAP_OK)
         return turn;
-    /* The first large call reserves the area: rank 0 does, the others wait
-     * for what it found (every rank then decides alike). */
-    if (s->big_known == 0) {
+    /* A call larger than the area reserved so far grows it: rank 0 does, in
+     * call order, the others wait until the state covers the call or says
+     * there was no room (the FULL bit makes it larger than any size). The
+     * state only grows, and stops at the first failure, so a rank that reads
+     * it late still decides as rank 0 did for this call. */
+    uint64_t known = s->big_known;
+    if ((known & ~ZAP_COLL_SHM_LARGE_FULL) < bytes && !(known & ZAP_COLL_SHM_LARGE_FULL)) {
         if (s->rank == 0) {
-            s->big_known = zap_coll_shm_reserve_large(s);
+            s->big_known = zap_coll_shm_reserve_large(s, bytes);
         } else {
-            if (s->big_wait.seen == 0)
-                s->big_wait.seen = zap_coll_shm_all_ranks(s) & ~UINT64_C(1); /* rank 0's flag only */
-            zap_status_t st = zap_coll_shm_gather(op, s->big_state, 0, ZAP_COLL_SHM_LARGE_READY, true, &s->big_wait);
+            if (!s->big_waiting) {
+                s->big_wait = (zap_coll_shm_wait_t){zap_coll_shm_all_ranks(s) & ~UINT64_C(1), 0, 0}; /* rank 0 only */
+                s->big_waiting = true;
+            }
+            zap_status_t st = zap_coll_shm_gather(op, s->big_state, 0, bytes, true, &s->big_wait);
             if (st != ZAP_OK)
                 return st;
+            s->big_waiting = false;
             s->big_known = atomic_load_explicit(s->big_state, memory_order_acquire);
         }
     }
-    if (s->big_known == ZAP_COLL_SHM_LARGE_NONE) {
+    if ((s->big_known & ~ZAP_COLL_SHM_LARGE_FULL) < bytes) {
         /* The call takes the transport instead: its number is done. */
         s->big_done = op->shm_big_seq;
         atomic_store_explicit(&s->ctl[s->rank].fin_seq, zap_coll_shm_fin(op->shm_big_seq), memory_order_release);

@@ -113,7 +113,7 @@ static zap_status_t large_progress(zap_coll_op_t *op)
 {
     shm_large_t *a = (shm_large_t *)op->alg_state;
     if (a->step == 0) {
-        zap_status_t st = zap_coll_shm_large_turn(op);
+        zap_status_t st = zap_coll_shm_large_turn(op, a->count * zap_dtype_size(a->dt));
         if (st == ZAP_ERR_NO_MEMORY) /* no room for the area: every rank goes over the transport */
             return zap_allreduce_transport_run(op, a->src, a->dst, a->count, a->dt, a->zop);
         if (st != ZAP_OK)

@@ -45,7 +45,7 @@ static zap_status_t bcast_large_progress(zap_coll_op_t *op)
     bool is_root = s->rank == b->root;
     zap_status_t st;
     if (b->step == 0) {
-        st = zap_coll_shm_large_turn(op);
+        st = zap_coll_shm_large_turn(op, b->bytes);
         if (st == ZAP_ERR_NO_MEMORY) /* no room for the area: every rank goes over the transport */
             return zap_bcast_transport_run(op, b->buf, b->bytes, b->root);
         if (st != ZAP_OK)

@@ -20,8 +20,8 @@
  * the large area (ZAP_COLL_SHM_LARGE_BYTES, default 16 MiB, less on many
  * ranks): one input area of big_bytes per rank and one result area of
  * big_bytes (allreduce_shm_large.c and bcast_shm.c have those protocols).
- * The area is sized at creation and reserved by the first large call
- * (zap_coll_shm_reserve_large). */
+ * The area is sized at creation and reserved as far as the large calls
+ * need, growing (zap_coll_shm_reserve_large). */
 #ifndef ZAP_COLL_SHM_H
 #define ZAP_COLL_SHM_H
 #include <stdatomic.h>
@@ -82,9 +82,10 @@ typedef struct zap_coll_shm {
     unsigned char *big_out;     /* the result */
     uint64_t big_next, big_done; /* as next and done, for large exchanges */
     bool big_abandoned;
-    _Atomic uint64_t *big_state; /* in the segment: ZAP_COLL_SHM_LARGE_* as rank 0 found it */
-    uint64_t big_known;          /* this rank's copy once it is not 0 */
+    _Atomic uint64_t *big_state; /* in the segment: bytes of each slot reserved, | ZAP_COLL_SHM_LARGE_FULL (rank 0 writes) */
+    uint64_t big_known;          /* this rank's last copy of it */
     zap_coll_shm_wait_t big_wait; /* a wait for rank 0's state */
+    bool big_waiting;
     int big_fd;                  /* rank 0: the segment's file, to reserve the area; else -1 */
     /* Single-copy reads of peers' memory (process_vm_readv), probed and
      * agreed at creation (allreduce_cma.c); needs the flags, so the large
@@ -95,8 +96,11 @@ typedef struct zap_coll_shm {
     size_t *cma_pulled;         /* by rank: elements of its block this rank holds (one call at a time) */
 } zap_coll_shm_t;
 
-#define ZAP_COLL_SHM_LARGE_READY 1 /* the large area is reserved */
-#define ZAP_COLL_SHM_LARGE_NONE 2  /* /dev/shm had no room: large calls go over the transport */
+/* The large area's state: the bytes of every slot (the p inputs and the
+ * result) reserved so far, growing with the calls, and this bit once
+ * /dev/shm had no room for more: from then on it stays as it is, larger
+ * calls go over the transport, and every rank decides alike. */
+#define ZAP_COLL_SHM_LARGE_FULL (UINT64_C(1) << 63)
 
 /* Elements [lo, hi) of block q of n split over p as evenly as it goes (the
  * first n % p blocks one longer): the block rank q reduces in the large
@@ -136,10 +140,11 @@ zap_status_t zap_coll_shm_attach(struct zap_comm *comm, bool want, uint64_t larg
  * Called right after zap_coll_shm_attach by every rank, with *shm_p NULL or
  * not alike on all ranks. */
 zap_status_t zap_coll_shm_probe_cma(struct zap_comm *comm, bool want_cma, zap_coll_shm_t *shm);
-/* Rank 0, in the first large call: reserves the large area (posix_fallocate)
- * and publishes the outcome for the other ranks; returns it
- * (ZAP_COLL_SHM_LARGE_READY or ZAP_COLL_SHM_LARGE_NONE). */
-uint64_t zap_coll_shm_reserve_large(zap_coll_shm_t *s);
+/* Rank 0, in a large call of bytes more than the area holds so far (and
+ * never after a failure): reserves every slot up to at least bytes, twice
+ * what it had or the whole area if less (posix_fallocate), and publishes the
+ * new state for the other ranks; returns it. */
+uint64_t zap_coll_shm_reserve_large(zap_coll_shm_t *s, size_t bytes);
 /* Unmaps and frees; NULL is ignored. */
 void zap_coll_shm_detach(zap_coll_shm_t *shm);
 /* Whether comm rank q's process is gone (or a zombie): a dead rank is named
