@@ -397,8 +397,9 @@ TEST_F(CollMpi, SingleCopyAllreduceMatchesDirectBitForBit)
         }
         unsetenv("ZAP_COLL_PIPELINE_BYTES");
     }
-    // Automatic beyond the shared-memory area on up to 4 ranks (from 512 KiB
-    // above): a vector of 16 MiB and 12 bytes, integers, exact.
+    // Automatic from 256 KiB, or beyond the shared-memory area where the
+    // ranks are oversubscribed (4 on 2 cores): a vector of 16 MiB and 12
+    // bytes is both, integers, exact.
     size_t n = ((size_t)16 << 20) / 4 + 3;
     ASSERT_STREQ(zap_comm_allreduce_algorithm(comm_, n * 4), "cma");
     std::vector<int32_t> in(n), out(n, -1);
@@ -606,6 +607,7 @@ TEST_F(CollMpi, SharedMemoryBroadcastsAndAllreducesInterleaved)
     const int ops = 8;
     std::vector<std::vector<int32_t>> in(ops, std::vector<int32_t>(n)), out(ops, std::vector<int32_t>(n, -1));
     std::vector<zap_request_t *> req(ops);
+    setenv("ZAP_ALLREDUCE_ALG", "shm", 1); // the large area's allreduce, not the single-copy one
     for (int i = 0; i < ops; i++) {
         int root = i % size;
         for (size_t j = 0; j < n; j++)
@@ -615,6 +617,7 @@ TEST_F(CollMpi, SharedMemoryBroadcastsAndAllreducesInterleaved)
         else
             ASSERT_EQ(zap_iallreduce(comm_, in[i].data(), out[i].data(), n, ZAP_DT_INT32, ZAP_OP_SUM, &req[i]), ZAP_OK);
     }
+    unsetenv("ZAP_ALLREDUCE_ALG");
     for (int i = ops - 1; i >= 0; i--) {
         EXPECT_EQ(zap_request_wait(req[i]), ZAP_OK) << i;
         zap_request_free(req[i]);

@@ -52,7 +52,7 @@ static void print_selection(void)
     zap_coll_selection_table(&ar, &nar, &bc, &nbc);
     printf("#\n# collective algorithm selection (auto): first matching row wins\n");
     printf("# %-10s %-18s %-11s %-20s\n", "collective", "algorithm", "ranks", "bytes");
-    printf("# %-10s %-18s %-11s [512K, inf) above 4 ranks, beyond the shm area up to 4: before shm, on host memory "
+    printf("# %-10s %-18s %-11s [256K, inf), oversubscribed beyond the shm area: before shm, on host memory "
            "where the ranks may read each other's (ZAP_COLL_CMA)\n",
            "allreduce", "cma", "2-64");
     printf("# %-10s %-18s %-11s [0, %d] in a slot, larger up to ZAP_COLL_SHM_LARGE_BYTES: before the rows, on "

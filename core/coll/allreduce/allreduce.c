@@ -72,19 +72,20 @@ const zap_coll_selection_row_t zap_allreduce_rows[] = {
 const size_t zap_allreduce_nrows = sizeof(zap_allreduce_rows) / sizeof(zap_allreduce_rows[0]);
 
 /* Whether the single-copy allreduce is the automatic choice for bytes on a
- * communicator that can use it (ranks on one host, reads permitted). Above 4
- * ranks from 512 KiB: on the H200 host, 8 ranks, 1 MiB took 434-515 us
- * against the ring's 587-750 (5 rounds of each, one run), and it stays ahead
- * to 16 MiB. Up to 4 ranks the large shared-memory form holds
- * its own within its area (dev, 4 ranks, 1-8 MiB: within noise of each
- * other), so there only beyond the area, where the ring was the choice
- * (dev, 16 MiB: 1.5-1.6x Open MPI against the ring's 1.0). See
- * docs/collectives.md, "Selection". */
+ * communicator that can use it (ranks on one host, reads permitted). From
+ * 256 KiB: on the H200 host, forced against the large shared-memory form,
+ * it is as fast at 256 KiB and faster above on 2, 4 and 8 ranks (1 MiB:
+ * 172-217 us against 287-292 on 2 ranks, 274-286 against 353-359 on 4;
+ * 8 ranks: 434-515 us against the ring's 587-750), and below 128 KiB
+ * slower. Oversubscribed (4 ranks on the 2-core dev machine) a rank pulling
+ * from a peer that is not running waits for it: 256 KiB took 255 us against
+ * 124, so there it takes only what the area cannot carry (16 MiB: 1.6x Open
+ * MPI against the ring's 1.0). See docs/collectives.md, "Selection". */
 static bool cma_auto(const zap_comm_t *comm, size_t bytes)
 {
     if (!comm->shm->cma)
         return false;
-    return comm->size > 4 ? bytes >= ((size_t)512 << 10) : bytes > zap_comm_shared_memory_bytes(comm);
+    return comm->oversubscribed ? bytes > zap_comm_shared_memory_bytes(comm) : bytes >= ((size_t)256 << 10);
 }
 
 static int auto_alg(const zap_comm_t *comm, size_t bytes, bool shm, bool cma)
