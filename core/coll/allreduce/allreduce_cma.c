@@ -61,7 +61,9 @@
 #define CMA_VOTE_LANE 6
 _Static_assert(ZAP_LANE_N <= CMA_VOTE_LANE && CMA_VOTE_LANE < 7, "the vote lane is free and not the GPU path's");
 
-enum { STEP_TURN, STEP_ADDRS, STEP_REDUCE, STEP_PULL, STEP_FIN };
+/* Step 2's reduction needs no wait: it runs in the call that sees every
+ * address (STEP_ADDRS). */
+enum { STEP_TURN, STEP_ADDRS, STEP_PULL, STEP_FIN };
 
 typedef struct cma_ar {
     const unsigned char *src;
