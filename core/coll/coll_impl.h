@@ -165,6 +165,8 @@ struct zap_coll_op {
     bool flat_agree;            /* the argument exchange is flat (allreduce_direct.c), not recursive doubling */
     bool shm_agree;             /* the argument exchange is in shared memory (allreduce_shm.c) */
     uint64_t shm_big_seq;       /* its large shared-memory exchange (allreduce_shm_large.c), 0: none */
+    const zap_coll_shm_wait_t *shm_waiting; /* the wait its last poll left unfinished (a timeout names the
+                                               first rank missing there), NULL: none */
     bool timed_out;             /* a blocking wait on it gave up */
     int nreqs;
     zap_buf_t scratch;
@@ -294,16 +296,18 @@ zap_status_t zap_coll_shm_progress(zap_coll_op_t *op);
  * comm.c): the communicator's later exchanges fail with ZAP_ERR_CANCELED
  * instead of waiting on an order that can no longer hold. */
 void zap_coll_shm_settle(zap_coll_op_t *op);
-/* The first comm rank whose slot op still waits for, or -1. */
+/* The first comm rank op still waits for in shared memory (a slot, a flag,
+ * rank 0's reservation), or -1. */
 int zap_coll_shm_first_missing(const zap_coll_op_t *op);
 /* One poll of a wait for seq (or, at_least, any larger value) in every
  * rank's flag (rank q's at first + q * stride bytes): ZAP_OK once all hold
  * it, ZAP_INPROGRESS, or ZAP_ERR_PEER_FAILED naming a missing rank whose
- * process is gone (looked for every 2 ms of waiting). */
-zap_status_t zap_coll_shm_gather(const zap_coll_op_t *op, const _Atomic uint64_t *first, size_t stride, uint64_t seq,
+ * process is gone (looked for every 2 ms of waiting). Records w as op's
+ * unfinished wait while it returns ZAP_INPROGRESS (zap_coll_shm_first_missing). */
+zap_status_t zap_coll_shm_gather(zap_coll_op_t *op, const _Atomic uint64_t *first, size_t stride, uint64_t seq,
                                  bool at_least, zap_coll_shm_wait_t *w);
 /* The large exchange (allreduce_shm_large.c): settle as zap_coll_shm_settle
- * for it; the first rank it still waits for, or -1. */
+ * for it. */
 void zap_coll_shm_large_settle(zap_coll_op_t *op);
 /* What both large forms (allreduce_shm_large.c, bcast_shm.c) do first, once
  * the arguments agreed: take op's large exchange number (agreements complete
@@ -312,9 +316,8 @@ void zap_coll_shm_large_settle(zap_coll_op_t *op);
  * reserved for bytes per slot (a call beyond what is reserved grows it),
  * ZAP_INPROGRESS before, ZAP_ERR_CANCELED (logged) after an earlier one was
  * abandoned, and ZAP_ERR_NO_MEMORY, on every rank alike, when /dev/shm had
- * no room for bytes: the
- * caller then runs a transport algorithm (zap_allreduce_transport_init,
- * zap_bcast_transport_init). */
+ * no room for bytes: the caller then runs a transport algorithm
+ * (zap_allreduce_transport_run, zap_bcast_transport_run). */
 zap_status_t zap_coll_shm_large_turn(zap_coll_op_t *op, size_t bytes);
 /* The same turn for a large exchange that needs no area (the single-copy
  * allreduce): ZAP_OK, ZAP_INPROGRESS or ZAP_ERR_CANCELED. */
@@ -323,9 +326,6 @@ zap_status_t zap_coll_shm_turn(zap_coll_op_t *op);
  * (agreed: the GPU path's fallback), else ZAP_COLL_PIPELINE_BYTES when set,
  * written into op's header so ranks set differently report a mismatch. */
 size_t zap_coll_shm_large_chunk(zap_coll_op_t *op, bool agreed);
-/* The first rank whose bit is not in seen, or -1. */
-int zap_coll_shm_first_unseen(const zap_coll_op_t *op, uint64_t seen);
-int zap_coll_shm_large_first_missing(const zap_coll_op_t *op);
 zap_status_t zap_coll_rd_verdict(zap_coll_op_t *op);
 /* Advances it: ZAP_INPROGRESS, ZAP_OK (arguments agree), ZAP_ERR_MISMATCH
  * (logged once with the differing field) or a transport error. */
@@ -391,9 +391,6 @@ bool zap_allreduce_cma_voted_yes(const zap_coll_op_t *op);
  * transport algorithm the table gives. Returns the first progress. */
 zap_status_t zap_allreduce_cma_run(zap_coll_op_t *op, const void *sendbuf, void *recvbuf, size_t count,
                                    zap_dtype_t dt, zap_op_t zop, bool voted);
-/* The comm rank op's single-copy form waits for, -1 for none; -2 when op is
- * not running that form. */
-int zap_allreduce_cma_first_missing(const zap_coll_op_t *op);
 
 zap_status_t zap_bcast_binomial_init(zap_coll_op_t *op, void *buf, size_t bytes, int root);
 zap_status_t zap_bcast_scatter_allgather_init(zap_coll_op_t *op, void *buf, size_t bytes, int root);
@@ -404,7 +401,6 @@ zap_status_t zap_bcast_rd_init(zap_coll_op_t *op, void *buf, size_t bytes, int r
  * agreed as for zap_allreduce_shm_large_init. The small one is
  * zap_bcast_rd_init with op->shm_agree set. */
 zap_status_t zap_bcast_shm_large_init(zap_coll_op_t *op, void *buf, size_t bytes, int root, bool agreed);
-int zap_coll_shm_bcast_first_missing(const zap_coll_op_t *op);
 
 /* Whether op's algorithm is the shared-memory allreduce or broadcast. */
 static inline bool zap_coll_is_shm_alg(const zap_coll_op_t *op)

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 #include "mpi_harness.h"
 extern "C" {
@@ -467,6 +468,32 @@ TEST_F(CollMpi, SingleCopyInterleavedFreedAndOff)
         EXPECT_EQ(y[count - 1], (int64_t)size * (size + 1) / 2) << count;
     }
     unsetenv("ZAP_ALLREDUCE_ALG");
+    zap_comm_destroy(c);
+}
+
+// A rank that does not reach a shared-memory exchange in time is named by
+// the one that gives up waiting: rank 0 waits ZAP_TIMEOUT = 0.3 s, the
+// others come 1 s late and still complete (rank 0 published its slot before
+// it waited); rank 0 names the first of them, rank 1. A fresh communicator: rank 0's is unusable afterwards.
+TEST_F(CollMpi, SharedMemoryTimeoutNamesTheMissingRank)
+{
+    int rank = MpiRank();
+    zap_comm_t *c = nullptr;
+    ASSERT_EQ(zap_comm_create(t_, &c), ZAP_OK);
+    ASSERT_TRUE(zap_comm_shared_memory(c));
+    int32_t x = 1, y = 0;
+    if (rank == 0) {
+        MpiExpectLog("to reach it in shared memory");
+        setenv("ZAP_TIMEOUT", "0.3", 1);
+        EXPECT_EQ(zap_allreduce(c, &x, &y, 1, ZAP_DT_INT32, ZAP_OP_SUM), ZAP_ERR_TIMED_OUT);
+        unsetenv("ZAP_TIMEOUT");
+        EXPECT_TRUE(MpiLogSeen("waiting for transport rank 1 to reach it in shared memory")) << MpiLogText();
+    } else {
+        std::this_thread::sleep_for(std::chrono::seconds(1));
+        EXPECT_EQ(zap_allreduce(c, &x, &y, 1, ZAP_DT_INT32, ZAP_OP_SUM), ZAP_OK);
+        EXPECT_EQ(y, MpiSize());
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
     zap_comm_destroy(c);
 }
 

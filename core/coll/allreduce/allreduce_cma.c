@@ -333,13 +333,3 @@ zap_status_t zap_allreduce_cma_run(zap_coll_op_t *op, const void *sendbuf, void 
     }
     return zap_allreduce_transport_run(op, sendbuf, recvbuf, count, dt, zop);
 }
-
-int zap_allreduce_cma_first_missing(const zap_coll_op_t *op)
-{
-    if (op->progress != cma_progress)
-        return -2;
-    const cma_ar_t *a = (const cma_ar_t *)op->alg_state;
-    if (a->step == STEP_TURN || op->shm_big_seq <= op->comm->shm->big_done)
-        return -1;
-    return zap_coll_shm_first_unseen(op, a->wait.seen);
-}

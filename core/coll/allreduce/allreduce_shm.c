@@ -84,7 +84,7 @@ static zap_status_t check_liveness(const zap_coll_op_t *op, const zap_coll_shm_t
     return ZAP_OK;
 }
 
-zap_status_t zap_coll_shm_gather(const zap_coll_op_t *op, const _Atomic uint64_t *first, size_t stride, uint64_t seq,
+zap_status_t zap_coll_shm_gather(zap_coll_op_t *op, const _Atomic uint64_t *first, size_t stride, uint64_t seq,
                                  bool at_least, zap_coll_shm_wait_t *w)
 {
     const zap_coll_shm_t *s = op->comm->shm;
@@ -98,6 +98,7 @@ zap_status_t zap_coll_shm_gather(const zap_coll_op_t *op, const _Atomic uint64_t
         if (v == seq || (at_least && v > seq))
             w->seen |= UINT64_C(1) << q;
     }
+    op->shm_waiting = NULL;
     if (w->seen == all)
         return ZAP_OK;
     if (++w->polls % SHM_POLLS_PER_CLOCK == 0) {
@@ -111,6 +112,7 @@ zap_status_t zap_coll_shm_gather(const zap_coll_op_t *op, const _Atomic uint64_t
                 return st;
         }
     }
+    op->shm_waiting = w;
     return ZAP_INPROGRESS;
 }
 
@@ -182,18 +184,12 @@ void zap_coll_shm_settle(zap_coll_op_t *op)
 
 int zap_coll_shm_first_missing(const zap_coll_op_t *op)
 {
-    const zap_coll_shm_t *s = op->comm->shm;
-    if (s == NULL)
+    if (op->comm->shm == NULL || op->shm_waiting == NULL)
         return -1;
-    if (!op->agreeing) {
-        if (op->kind == ZAP_COLL_BCAST)
-            return zap_coll_shm_bcast_first_missing(op);
-        int cma = zap_allreduce_cma_first_missing(op);
-        return cma != -2 ? cma : zap_coll_shm_large_first_missing(op);
-    }
-    if (!op->rd.shm || op->rd.state != RD_STEP_WAIT)
-        return -1;
-    return zap_coll_shm_first_unseen(op, op->rd.shm_wait.seen);
+    for (int q = 0; q < op->comm->shm->size; q++)
+        if (!((op->shm_waiting->seen >> q) & 1))
+            return q;
+    return -1;
 }
 
 zap_status_t zap_coll_shm_turn(zap_coll_op_t *op)
@@ -256,13 +252,6 @@ size_t zap_coll_shm_large_chunk(zap_coll_op_t *op, bool agreed)
     return chunk;
 }
 
-int zap_coll_shm_first_unseen(const zap_coll_op_t *op, uint64_t seen)
-{
-    for (int q = 0; q < op->comm->shm->size; q++)
-        if (!((seen >> q) & 1))
-            return q;
-    return -1;
-}
 
 /* --- the allreduce -------------------------------------------------------- */
 

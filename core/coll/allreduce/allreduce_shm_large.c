@@ -154,13 +154,3 @@ void zap_coll_shm_large_settle(zap_coll_op_t *op)
     if (op->shm_big_seq != 0 && op->shm_big_seq > s->big_done)
         s->big_abandoned = true;
 }
-
-int zap_coll_shm_large_first_missing(const zap_coll_op_t *op)
-{
-    const zap_coll_shm_t *s = op->comm->shm;
-    if (op->shm_big_seq == 0 || op->shm_big_seq <= s->big_done)
-        return -1;
-    const shm_large_t *a = (const shm_large_t *)op->alg_state;
-    /* Ranks whose flag for the current chunk and step is not there yet. */
-    return a->step < 2 ? -1 : zap_coll_shm_first_unseen(op, a->wait.seen);
-}

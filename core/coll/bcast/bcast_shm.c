@@ -101,12 +101,3 @@ zap_status_t zap_bcast_shm_large_init(zap_coll_op_t *op, void *buf, size_t bytes
     op->progress = bcast_large_progress;
     return ZAP_OK;
 }
-
-int zap_coll_shm_bcast_first_missing(const zap_coll_op_t *op)
-{
-    const zap_coll_shm_t *s = op->comm->shm;
-    const bcast_shm_t *b = (const bcast_shm_t *)op->alg_state;
-    if (op->shm_big_seq == 0 || op->shm_big_seq <= s->big_done || b->step == 0)
-        return -1;
-    return zap_coll_shm_first_unseen(op, b->wait.seen);
-}
