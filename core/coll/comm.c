@@ -159,8 +159,7 @@ static zap_status_t comm_attach_shm(zap_comm_t *c, const shm_wish_t *w)
     /* Checksum mode exists to check payloads end to end; the segment would
      * carry them past it. */
     bool want = w->want && c->checksum_t == NULL && !zap_transport_is_checksum(c->t);
-    zap_status_t st = zap_coll_shm_attach(c, want, w->large_bytes, &c->shm);
-    return st == ZAP_OK ? zap_coll_shm_probe_cma(c, w->want_cma, c->shm) : st;
+    return zap_coll_shm_attach(c, want, w->want_cma, w->large_bytes, &c->shm);
 }
 
 zap_status_t zap_comm_create(zap_transport_t *t, zap_comm_t **comm_p)

@@ -3,8 +3,9 @@
  * every allreduce) exchange through it instead of through the transport
  * (allreduce_shm.c has the protocol).
  *
- * Layout: a page holding a magic, a random token and each rank's pid, then
- * two banks of one slot per rank. Exchange k (1, 2, ... on the communicator)
+ * Layout: a page holding a magic, a random token, each rank's pid and the
+ * address it mapped the segment at (the single-copy probe), then two banks
+ * of one slot per rank. Exchange k (1, 2, ... on the communicator)
  * uses bank k & 1. A slot is one cache line of sequence number and argument
  * words, then the payload (up to ZAP_COLL_SHM_PAYLOAD bytes): an 8-byte
  * vector and its header are one cache line. The writer stores the words and
@@ -19,7 +20,8 @@
  * Then one line of flags per rank (input published, block reduced, done) and
  * the large area (ZAP_COLL_SHM_LARGE_BYTES, default 16 MiB, less on many
  * ranks): one input area of big_bytes per rank and one result area of
- * big_bytes (allreduce_shm_large.c and bcast_shm.c have those protocols).
+ * big_bytes (allreduce_shm_large.c and bcast_shm.c have those protocols;
+ * allreduce_cma.c uses the flags alone).
  * The area is sized at creation and reserved as far as the large calls
  * need, growing (zap_coll_shm_reserve_large). */
 #ifndef ZAP_COLL_SHM_H
@@ -88,7 +90,7 @@ typedef struct zap_coll_shm {
     bool big_waiting;
     int big_fd;                  /* rank 0: the segment's file, to reserve the area; else -1 */
     /* Single-copy reads of peers' memory (process_vm_readv), probed and
-     * agreed at creation (allreduce_cma.c); needs the flags, so the large
+     * agreed at attach (allreduce_cma.c); needs the flags, so the large
      * area's size must not be 0. */
     bool cma;
     unsigned char *cma_scratch; /* this rank's: p chunks of operands */
@@ -130,16 +132,15 @@ struct zap_comm;
  * a segment, the others map it by name, and the segment is kept only if every
  * rank mapped it and sees every other rank's process. want is this rank's
  * wish (setting, transport); any rank that does not want it, or cannot, turns
- * it off for all. large_bytes is the wish for the large area (rank 0's,
- * capped, and what /dev/shm can reserve, is what all get). On ZAP_OK *shm_p is the segment or NULL (not shared);
- * otherwise the collective error (the communicator cannot be used). */
-zap_status_t zap_coll_shm_attach(struct zap_comm *comm, bool want, uint64_t large_bytes, zap_coll_shm_t **shm_p);
-/* Sets (*shm_p)->cma when want_cma and every rank could read every other
- * rank's memory (process_vm_readv of the segment's magic at the address each
- * mapped it); collective, with the same messages whatever each rank finds.
- * Called right after zap_coll_shm_attach by every rank, with *shm_p NULL or
- * not alike on all ranks. */
-zap_status_t zap_coll_shm_probe_cma(struct zap_comm *comm, bool want_cma, zap_coll_shm_t *shm);
+ * it off for all. want_cma likewise for single-copy reads (cma is set where
+ * every rank wants them and could read every other rank's segment magic, at
+ * the address that rank mapped it, with process_vm_readv). large_bytes is the
+ * wish for the large area (rank 0's, capped, is what all get; the calls
+ * reserve it). On ZAP_OK *shm_p is the segment or NULL (not shared), alike on
+ * every rank; otherwise the collective error (the communicator cannot be
+ * used). */
+zap_status_t zap_coll_shm_attach(struct zap_comm *comm, bool want, bool want_cma, uint64_t large_bytes,
+                                 zap_coll_shm_t **shm_p);
 /* Rank 0, in a large call of bytes more than the area holds so far (and
  * never after a failure): reserves every slot up to at least bytes, twice
  * what it had or the whole area if less (posix_fallocate), and publishes the

@@ -154,7 +154,25 @@ static bool alive(pid_t pid)
     return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
 }
 
-zap_status_t zap_coll_shm_attach(zap_comm_t *comm, bool want, uint64_t large_bytes, zap_coll_shm_t **shm_p)
+/* Whether this process (rank r) may read rank q's memory: the segment's
+ * magic, read from where q mapped it. Fails where ptrace rules forbid (Yama's
+ * ptrace_scope 1 and up without CAP_SYS_PTRACE, a seccomp filter, another
+ * user). */
+static bool can_read_peer(const seg_head_t *h, int r, int q)
+{
+    uint64_t v = 0;
+    struct iovec local = {&v, sizeof(v)}, remote = {(void *)(uintptr_t)h->bases[q], sizeof(v)};
+    ssize_t n = process_vm_readv(h->pids[q], &local, 1, &remote, 1, 0);
+    if (n == (ssize_t)sizeof(v) && v == SHM_MAGIC)
+        return true;
+    zap_info("coll: rank %d: single-copy reads of rank %d's memory are not available (process_vm_readv: %s); large "
+             "allreduces take the shared-memory area or the transport",
+             r, q, n < 0 ? strerror(errno) : "wrong bytes");
+    return false;
+}
+
+zap_status_t zap_coll_shm_attach(zap_comm_t *comm, bool want, bool want_cma, uint64_t large_bytes,
+                                 zap_coll_shm_t **shm_p)
 {
     int p = comm->size, r = comm->rank;
     *shm_p = NULL;
@@ -181,14 +199,19 @@ zap_status_t zap_coll_shm_attach(zap_comm_t *comm, bool want, uint64_t large_byt
         shm_unlink(ref.name);
     if (st != ZAP_OK)
         goto fail;
-    /* Every rank's pid is in place now; a rank that cannot see one (another
-     * pid namespace) could not tell a dead peer from a live one. */
-    ok = all;
+    /* Every rank's pid and mapping address is in place now; a rank that
+     * cannot see one (another pid namespace) could not tell a dead peer from
+     * a live one. The same agreement settles single-copy reads (the flags
+     * they use exist only with a large area). */
+    int32_t mine[2] = {all, 0}, both[2] = {0, 0};
     const seg_head_t *h = m;
-    for (int q = 0; ok && q < p; q++)
-        ok = alive(h->pids[q]);
-    st = zap_coll_allreduce_rd(comm, &ok, &all, 1, ZAP_DT_INT32, ZAP_OP_MIN);
-    if (st != ZAP_OK || !all)
+    for (int q = 0; mine[0] && q < p; q++)
+        mine[0] = alive(h->pids[q]);
+    mine[1] = mine[0] && want_cma && h->big_bytes > 0;
+    for (int q = 0; mine[1] && q < p; q++)
+        mine[1] = q == r || can_read_peer(h, r, q);
+    st = zap_coll_allreduce_rd(comm, mine, both, 2, ZAP_DT_INT32, ZAP_OP_MIN);
+    if (st != ZAP_OK || !both[0])
         goto fail;
     zap_coll_shm_t *s = calloc(1, sizeof(*s));
     if (s == NULL) {
@@ -205,6 +228,7 @@ zap_status_t zap_coll_shm_attach(zap_comm_t *comm, bool want, uint64_t large_byt
     s->rank = r;
     s->size = p;
     s->pids = h->pids;
+    s->cma = both[1] != 0;
     if (s->big_bytes > 0) {
         unsigned char *at = (unsigned char *)m + small_bytes(p);
         s->ctl = (zap_coll_shm_ctl_t *)at;
@@ -246,37 +270,6 @@ uint64_t zap_coll_shm_reserve_large(zap_coll_shm_t *s, size_t bytes)
                  (size_t)(want - have) * (size_t)(s->size + 1), strerror(err), (unsigned long long)have);
     atomic_store_explicit(s->big_state, state, memory_order_release);
     return state;
-}
-
-/* Whether this process may read rank q's memory: the segment's magic, read
- * from where q mapped it. Fails where ptrace rules forbid (Yama's
- * ptrace_scope 1 and up without CAP_SYS_PTRACE, a seccomp filter, another
- * user). */
-static bool can_read_peer(const zap_coll_shm_t *s, int q)
-{
-    const seg_head_t *h = s->base;
-    uint64_t v = 0;
-    struct iovec local = {&v, sizeof(v)}, remote = {(void *)(uintptr_t)h->bases[q], sizeof(v)};
-    ssize_t n = process_vm_readv(h->pids[q], &local, 1, &remote, 1, 0);
-    if (n == (ssize_t)sizeof(v) && v == SHM_MAGIC)
-        return true;
-    zap_info("coll: rank %d: single-copy reads of rank %d's memory are not available (process_vm_readv: %s); large "
-             "allreduces take the shared-memory area or the transport",
-             s->rank, q, n < 0 ? strerror(errno) : "wrong bytes");
-    return false;
-}
-
-zap_status_t zap_coll_shm_probe_cma(zap_comm_t *comm, bool want_cma, zap_coll_shm_t *s)
-{
-    if (s == NULL)
-        return ZAP_OK; /* on every rank alike (attach agreed it) */
-    int32_t ok = want_cma && s->ctl != NULL, all = 0;
-    for (int q = 0; ok && q < s->size; q++)
-        ok = q == s->rank || can_read_peer(s, q);
-    zap_status_t st = zap_coll_allreduce_rd(comm, &ok, &all, 1, ZAP_DT_INT32, ZAP_OP_MIN);
-    if (st == ZAP_OK)
-        s->cma = all != 0;
-    return st;
 }
 
 void zap_coll_shm_detach(zap_coll_shm_t *shm)
