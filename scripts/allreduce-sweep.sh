@@ -10,11 +10,7 @@
 set -uo pipefail
 build=${1:?build dir}; out=${2:?output dir}; rounds=${3:-5}
 w=/tmp/zap-sweep; rm -rf "$w"; mkdir -p "$w" "$out"
-. scripts/mpirun-env.sh
-src=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$build/CMakeCache.txt")
-if [ "$src" != "$PWD" ] && [ ! -e "$src" ]; then mkdir -p "$(dirname "$src")"; ln -s "$PWD" "$src"; fi
-bt=$(cd "$build" && pwd)
-[ -d "$bt/devlibs" ] && export LD_LIBRARY_PATH="$bt/devlibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+. scripts/gpu-build-env.sh
 perf="$bt/tools/zap-perf/zap-perf"
 np=${NP:-8}
 { date -u; nproc; lscpu | grep -E "Model name|Socket|NUMA|L2|L3"; git log -1 --format='commit %h %s' 2>/dev/null; } > "$w/machine.txt" 2>&1

@@ -10,12 +10,8 @@ set -uo pipefail
 build=${1:?build dir}; out=${2:?output dir}; shift 2
 phases=" ${*:-tests p2p coll verify} "
 w=/tmp/zap-final; rm -rf "$w"; mkdir -p "$w" "$out"
-. scripts/mpirun-env.sh
+. scripts/gpu-build-env.sh
 log() { echo "== $* ($(date +%T))"; }
-src=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$build/CMakeCache.txt")
-if [ "$src" != "$PWD" ] && [ ! -e "$src" ]; then mkdir -p "$(dirname "$src")"; ln -s "$PWD" "$src"; fi
-bt=$(cd "$build" && pwd)
-[ -d "$bt/devlibs" ] && export LD_LIBRARY_PATH="$bt/devlibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 perf="$bt/tools/zap-perf/zap-perf"
 { date -u; nvidia-smi -L; nproc; uname -r; git log -1 --format='commit %h %s' 2>/dev/null; } > "$w/machine.txt" 2>&1
 

@@ -6,20 +6,13 @@
 set -uo pipefail
 build=${1:?build dir}; out=${2:?output dir}; what=${3:-all}
 mkdir -p "$out"
-. scripts/mpirun-env.sh
+. scripts/gpu-build-env.sh
 log() { echo "== $* ($(date +%T))"; }
 ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
 {
   log machine; nvidia-smi -L; nproc; uname -r
   "$build/tools/zap-info/zap-info" | head -12
 } > "$out/machine.txt" 2>&1
-
-# ctest's files hold absolute paths of the tree the build was configured in.
-src=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$build/CMakeCache.txt")
-if [ "$src" != "$PWD" ] && [ ! -e "$src" ]; then mkdir -p "$(dirname "$src")"; ln -s "$PWD" "$src"; fi
-bt=$(cd "$build" && pwd)
-# Runtime libraries the GPU host lacks (libsodium), carried in the build tree.
-[ -d "$bt/devlibs" ] && export LD_LIBRARY_PATH="$bt/devlibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
 if [ "$what" != bench ] && [ -z "${ZAP_SWEEP_SKIP_TESTS:-}" ]; then
 log ctest
