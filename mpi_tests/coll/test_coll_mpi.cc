@@ -158,6 +158,40 @@ void diff_allreduce(zap_comm_t *comm, zap_dtype_t dt, zap_op_t op, size_t count,
     ASSERT_EQ(std::memcmp(r0.data(), out.data(), r0.size()), 0) << "rank " << rank << " differs from rank 0";
 }
 
+// ops collectives of n int32 each outstanding at once on comm, posted in
+// order and waited in reverse. Op i is a broadcast from root(i) when
+// bcast(i), else a sum allreduce under ZAP_ALLREDUCE_ALG=alg(i). Every root's
+// data and every sum is checked at four places.
+template <class IsBcast, class Root, class Alg>
+void interleaved(zap_comm_t *comm, size_t n, int ops, IsBcast bcast, Root root, Alg alg)
+{
+    int rank = MpiRank(), size = MpiSize();
+    std::vector<std::vector<int32_t>> in(ops, std::vector<int32_t>(n)), out(ops, std::vector<int32_t>(n, -1));
+    std::vector<zap_request_t *> req(ops);
+    for (int i = 0; i < ops; i++) {
+        for (size_t j = 0; j < n; j++)
+            in[i][j] = bcast(i) ? (rank == root(i) ? (int32_t)(i * 1000003 + j) : 0) : rank + i + (int)(j % 5);
+        if (bcast(i)) {
+            ASSERT_EQ(zap_ibcast(comm, in[i].data(), n, ZAP_DT_INT32, root(i), &req[i]), ZAP_OK);
+        } else {
+            setenv("ZAP_ALLREDUCE_ALG", alg(i), 1);
+            ASSERT_EQ(zap_iallreduce(comm, in[i].data(), out[i].data(), n, ZAP_DT_INT32, ZAP_OP_SUM, &req[i]), ZAP_OK);
+        }
+    }
+    unsetenv("ZAP_ALLREDUCE_ALG");
+    for (int i = ops - 1; i >= 0; i--) {
+        EXPECT_EQ(zap_request_wait(req[i]), ZAP_OK) << i;
+        zap_request_free(req[i]);
+    }
+    for (int i = 0; i < ops; i++)
+        for (size_t j : {(size_t)0, (size_t)131071, n / 2, n - 1}) {
+            if (bcast(i))
+                ASSERT_EQ(in[i][j], (int32_t)(i * 1000003 + j)) << "bcast " << i << " element " << j;
+            else
+                ASSERT_EQ(out[i][j], size * (size - 1) / 2 + size * (i + (int)(j % 5))) << "allreduce " << i;
+        }
+}
+
 class AllreduceMpi : public CollMpi, public ::testing::WithParamInterface<const char *> {};
 
 TEST_P(AllreduceMpi, EveryDatatypeAndOpMatchesMpiAllreduce)
@@ -420,30 +454,9 @@ TEST_F(CollMpi, SingleCopyInterleavedFreedAndOff)
 {
     int rank = MpiRank(), size = MpiSize();
     const size_t n = 300000;
-    const int ops = 9;
-    std::vector<std::vector<int32_t>> in(ops, std::vector<int32_t>(n)), out(ops, std::vector<int32_t>(n, -1));
-    std::vector<zap_request_t *> req(ops);
-    for (int i = 0; i < ops; i++) {
-        for (size_t j = 0; j < n; j++)
-            in[i][j] = i % 3 == 0 ? (rank == 0 ? (int32_t)(i * 1000003 + j) : 0) : rank + i + (int)(j % 5);
-        setenv("ZAP_ALLREDUCE_ALG", i % 3 == 1 ? "cma" : "shm", 1);
-        if (i % 3 == 0)
-            ASSERT_EQ(zap_ibcast(comm_, in[i].data(), n, ZAP_DT_INT32, 0, &req[i]), ZAP_OK);
-        else
-            ASSERT_EQ(zap_iallreduce(comm_, in[i].data(), out[i].data(), n, ZAP_DT_INT32, ZAP_OP_SUM, &req[i]), ZAP_OK);
-    }
-    unsetenv("ZAP_ALLREDUCE_ALG");
-    for (int i = ops - 1; i >= 0; i--) {
-        EXPECT_EQ(zap_request_wait(req[i]), ZAP_OK) << i;
-        zap_request_free(req[i]);
-    }
-    for (int i = 0; i < ops; i++)
-        for (size_t j : {(size_t)0, (size_t)131071, n / 2, n - 1}) {
-            if (i % 3 == 0)
-                ASSERT_EQ(in[i][j], (int32_t)(i * 1000003 + j)) << "bcast " << i << " element " << j;
-            else
-                ASSERT_EQ(out[i][j], size * (size - 1) / 2 + size * (i + (int)(j % 5))) << "allreduce " << i;
-        }
+    ASSERT_NO_FATAL_FAILURE(interleaved(
+        comm_, n, 9, [](int i) { return i % 3 == 0; }, [](int) { return 0; },
+        [](int i) { return i % 3 == 1 ? "cma" : "shm"; }));
     std::vector<int32_t> lin(n, 1), lout(n, 0);
     zap_request_t *r = nullptr;
     setenv("ZAP_ALLREDUCE_ALG", "cma", 1);
@@ -631,31 +644,10 @@ TEST_F(CollMpi, SharedMemoryBroadcastsAndAllreducesInterleaved)
 {
     int rank = MpiRank(), size = MpiSize();
     const size_t n = 300000; // 1.2 MB: the large area, several chunks
-    const int ops = 8;
-    std::vector<std::vector<int32_t>> in(ops, std::vector<int32_t>(n)), out(ops, std::vector<int32_t>(n, -1));
-    std::vector<zap_request_t *> req(ops);
-    setenv("ZAP_ALLREDUCE_ALG", "shm", 1); // the large area's allreduce, not the single-copy one
-    for (int i = 0; i < ops; i++) {
-        int root = i % size;
-        for (size_t j = 0; j < n; j++)
-            in[i][j] = (i % 2 == 0) ? (rank == root ? (int32_t)(i * 1000003 + j) : 0) : rank + i + (int)(j % 5);
-        if (i % 2 == 0)
-            ASSERT_EQ(zap_ibcast(comm_, in[i].data(), n, ZAP_DT_INT32, root, &req[i]), ZAP_OK);
-        else
-            ASSERT_EQ(zap_iallreduce(comm_, in[i].data(), out[i].data(), n, ZAP_DT_INT32, ZAP_OP_SUM, &req[i]), ZAP_OK);
-    }
-    unsetenv("ZAP_ALLREDUCE_ALG");
-    for (int i = ops - 1; i >= 0; i--) {
-        EXPECT_EQ(zap_request_wait(req[i]), ZAP_OK) << i;
-        zap_request_free(req[i]);
-    }
-    for (int i = 0; i < ops; i++)
-        for (size_t j : {(size_t)0, (size_t)131071, n / 2, n - 1}) {
-            if (i % 2 == 0)
-                ASSERT_EQ(in[i][j], (int32_t)(i * 1000003 + j)) << "bcast " << i << " element " << j;
-            else
-                ASSERT_EQ(out[i][j], size * (size - 1) / 2 + size * (i + (int)(j % 5))) << "allreduce " << i;
-        }
+    // The large area's allreduce, not the single-copy one.
+    ASSERT_NO_FATAL_FAILURE(interleaved(
+        comm_, n, 8, [](int i) { return i % 2 == 0; }, [size](int i) { return i % size; },
+        [](int) { return "shm"; }));
     // A broadcast freed before its wait still delivers to the others (when
     // the segment carries it: above 4 ranks this one goes over the transport,
     // where a free cancels).

@@ -281,35 +281,30 @@ TEST(BadColl, AllreduceWithAClosedPeerIsPeerFailed)
     EXPECT_EQ(zap_allreduce(k.c[1], &x, &y, 1, ZAP_DT_INT64, ZAP_OP_SUM), ZAP_ERR_CLOSED);
 }
 
-// A malformed ZAP_COLL_SHM fails the create call on the rank that reads it,
-// before any exchange, naming the variable; the transport is untouched.
-TEST(BadColl, CommCreateWithUnknownSharedMemorySettingIsInvalidParam)
+// A malformed ZAP_COLL_SHM or ZAP_COLL_CMA (both read at creation) fails the
+// create call on the rank that reads it, before any exchange, naming the
+// variable; the transport is untouched.
+static void expect_create_refuses(const char *var, const char *value, int (*reports)(const zap_comm_t *))
 {
     Ranks k(2);
     LogCapture log;
     zap_comm_t *c = nullptr;
     {
-        ScopedEnv env("ZAP_COLL_SHM", "on");
+        ScopedEnv env(var, value);
         EXPECT_EQ(zap_comm_create(k.t[0], &c), ZAP_ERR_INVALID_PARAM);
     }
     EXPECT_EQ(c, nullptr);
-    EXPECT_TRUE(log.contains("ZAP_COLL_SHM")) << log.all();
-    EXPECT_FALSE(zap_comm_shared_memory(k.c[0])) << "inproc ranks are threads: no segment";
+    EXPECT_TRUE(log.contains(var)) << log.all();
+    EXPECT_FALSE(reports(k.c[0])) << "inproc ranks are threads: no segment";
     k.expect_intact();
 }
 
-// The same for ZAP_COLL_CMA, read with it at creation.
+TEST(BadColl, CommCreateWithUnknownSharedMemorySettingIsInvalidParam)
+{
+    expect_create_refuses("ZAP_COLL_SHM", "on", zap_comm_shared_memory);
+}
+
 TEST(BadColl, CommCreateWithUnknownSingleCopySettingIsInvalidParam)
 {
-    Ranks k(2);
-    LogCapture log;
-    zap_comm_t *c = nullptr;
-    {
-        ScopedEnv env("ZAP_COLL_CMA", "yes");
-        EXPECT_EQ(zap_comm_create(k.t[0], &c), ZAP_ERR_INVALID_PARAM);
-    }
-    EXPECT_EQ(c, nullptr);
-    EXPECT_TRUE(log.contains("ZAP_COLL_CMA")) << log.all();
-    EXPECT_FALSE(zap_comm_single_copy(k.c[0])) << "inproc ranks are threads: no segment";
-    k.expect_intact();
+    expect_create_refuses("ZAP_COLL_CMA", "yes", zap_comm_single_copy);
 }
