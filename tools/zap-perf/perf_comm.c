@@ -5,8 +5,8 @@
  *
  * Each rank times zap_comm_create (and zap_comm_split into halves) on one UCX
  * transport, R times each with ZAP_COLL_SHM=auto, with auto and
- * ZAP_COLL_SHM_LARGE_BYTES=0 (slots only) and with ZAP_COLL_SHM=off,
- * alternating; rank 0 prints the median, minimum and maximum over ranks'
+ * ZAP_COLL_SHM_LARGE_BYTES=0 (slots only), with auto and ZAP_COLL_CMA=off
+ * (no single-copy probe) and with ZAP_COLL_SHM=off, alternating; rank 0 prints the median, minimum and maximum over ranks'
  * slowest, in milliseconds, and whether the communicator got a segment. */
 #include "perf_common.h"
 #include "zap/coll.h"
@@ -17,29 +17,30 @@
 #include <string.h>
 
 typedef struct variant {
-    const char *name, *shm, *large; /* NULL: unset */
+    const char *name, *shm, *large, *cma; /* NULL: unset */
 } variant_t;
 
 static const variant_t variants[] = {
-    {"shm auto (default large area)", "auto", NULL},
-    {"shm auto, ZAP_COLL_SHM_LARGE_BYTES=0", "auto", "0"},
-    {"shm off", "off", NULL},
+    {"shm auto (default large area)", "auto", NULL, NULL},
+    {"shm auto, ZAP_COLL_SHM_LARGE_BYTES=0", "auto", "0", NULL},
+    {"shm auto, ZAP_COLL_CMA=off", "auto", NULL, "off"},
+    {"shm off", "off", NULL, NULL},
 };
 #define NV (sizeof(variants) / sizeof(variants[0]))
 
-static void set_env(const variant_t *v)
+static void set_or_unset(const char *name, const char *value)
 {
-    setenv("ZAP_COLL_SHM", v->shm, 1);
-    if (v->large)
-        setenv("ZAP_COLL_SHM_LARGE_BYTES", v->large, 1);
+    if (value)
+        setenv(name, value, 1);
     else
-        unsetenv("ZAP_COLL_SHM_LARGE_BYTES");
+        unsetenv(name);
 }
 
-static int cmp(const void *a, const void *b)
+static void set_env(const variant_t *v)
 {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
+    set_or_unset("ZAP_COLL_SHM", v->shm);
+    set_or_unset("ZAP_COLL_SHM_LARGE_BYTES", v->large);
+    set_or_unset("ZAP_COLL_CMA", v->cma);
 }
 
 int perf_comm_main(int argc, char **argv)
@@ -59,6 +60,11 @@ int perf_comm_main(int argc, char **argv)
         return 3;
     }
     double *tc = calloc((size_t)(reps * NV * 2), sizeof(double));
+    if (tc == NULL) {
+        fprintf(stderr, "zap-perf comm: rank %d: no memory for %ld repetitions\n", rank, reps);
+        zap_transport_close(t);
+        return 3;
+    }
     int shared[NV] = {0};
     size_t bytes[NV] = {0};
     int rc = 0;
@@ -87,8 +93,7 @@ int perf_comm_main(int argc, char **argv)
             zap_comm_destroy(c);
         }
     }
-    unsetenv("ZAP_COLL_SHM");
-    unsetenv("ZAP_COLL_SHM_LARGE_BYTES");
+    set_env(&(variant_t){NULL, NULL, NULL, NULL});
     if (rc == 0 && rank == 0) {
         int p = 0;
         MPI_Comm_size(MPI_COMM_WORLD, &p);
@@ -97,11 +102,9 @@ int perf_comm_main(int argc, char **argv)
                "max", "split", "min", "max");
         for (size_t v = 0; v < NV; v++) {
             double *a = tc + (v * 2) * reps, *b = tc + (v * 2 + 1) * reps;
-            qsort(a, (size_t)reps, sizeof(double), cmp);
-            qsort(b, (size_t)reps, sizeof(double), cmp);
+            double ma = perf_median(a, (int)reps), mb = perf_median(b, (int)reps); /* sorts them too */
             printf("%-40s %-7s %-12zu | %9.3f %9.3f %9.3f | %9.3f %9.3f %9.3f\n", variants[v].name,
-                   shared[v] ? "yes" : "no", bytes[v], a[reps / 2], a[0], a[reps - 1], b[reps / 2], b[0],
-                   b[reps - 1]);
+                   shared[v] ? "yes" : "no", bytes[v], ma, a[0], a[reps - 1], mb, b[0], b[reps - 1]);
         }
     }
     free(tc);
