@@ -306,9 +306,6 @@ int zap_coll_shm_first_missing(const zap_coll_op_t *op);
  * unfinished wait while it returns ZAP_INPROGRESS (zap_coll_shm_first_missing). */
 zap_status_t zap_coll_shm_gather(zap_coll_op_t *op, const _Atomic uint64_t *first, size_t stride, uint64_t seq,
                                  bool at_least, zap_coll_shm_wait_t *w);
-/* The large exchange (allreduce_shm_large.c): settle as zap_coll_shm_settle
- * for it. */
-void zap_coll_shm_large_settle(zap_coll_op_t *op);
 /* What both large forms (allreduce_shm_large.c, bcast_shm.c) do first, once
  * the arguments agreed: take op's large exchange number (agreements complete
  * in post order on every rank, and a mismatched call takes none), then

@@ -177,9 +177,11 @@ void zap_coll_shm_settle(zap_coll_op_t *op)
     zap_coll_shm_t *s = op->comm->shm;
     if (s == NULL)
         return;
-    zap_coll_shm_large_settle(op);
     if (op->rd.shm && op->rd.shm_seq > s->done)
         s->abandoned = true;
+    /* The same for its large exchange, whichever form took it. */
+    if (op->shm_big_seq != 0 && op->shm_big_seq > s->big_done)
+        s->big_abandoned = true;
 }
 
 int zap_coll_shm_first_missing(const zap_coll_op_t *op)

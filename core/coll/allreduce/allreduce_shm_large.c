@@ -147,10 +147,3 @@ zap_status_t zap_allreduce_shm_large_init(zap_coll_op_t *op, const void *sendbuf
     op->progress = large_progress;
     return ZAP_OK;
 }
-
-void zap_coll_shm_large_settle(zap_coll_op_t *op)
-{
-    zap_coll_shm_t *s = op->comm->shm;
-    if (op->shm_big_seq != 0 && op->shm_big_seq > s->big_done)
-        s->big_abandoned = true;
-}
