@@ -93,9 +93,10 @@ for ((t = 0; t < TRIALS; t++)); do
         if [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null; then now > "$kf"; fi
         wait $job; rc=$?
     else
-        # Odd seeds: 4 elements, which the shared-memory allreduce carries
-        # whole (the hosts are namespaces of one machine); even: 4096, which
-        # agrees there and moves over the transport.
+        # Odd seeds: 4 elements, which the shared-memory allreduce carries in
+        # a slot; even: 4096 (32 KiB), which goes through the segment's large
+        # area (both only where the hosts share /dev/shm; elsewhere over the
+        # links).
         count=$((s % 2 ? 4 : 4096))
         alg=()
         [ $kind = allreduce ] && [ -n "${ALLREDUCE_ALG:-}" ] && alg=(-x ZAP_ALLREDUCE_ALG="$ALLREDUCE_ALG")
