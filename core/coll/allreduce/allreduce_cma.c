@@ -314,11 +314,10 @@ zap_status_t zap_allreduce_cma_run(zap_coll_op_t *op, const void *sendbuf, void 
     zap_coll_shm_t *s = op->comm->shm;
     zap_status_t st;
     if (voted && s != NULL && s->cma && count > 0) {
-        cma_ar_t *a = (cma_ar_t *)op->alg_state;
-        /* The chunk agreed (the header's extra word) is the one set at init;
-         * after the GPU path's vote it is the default. */
-        size_t chunk = op->progress == cma_start ? a->chunk_elems * a->es : ZAP_COLL_SHM_CHUNK_BYTES;
-        state_init(op, sendbuf, recvbuf, count, dt, zop, chunk);
+        /* After zap_allreduce_cma_init the state holds the agreed chunk (the
+         * header's extra word); after the GPU path's vote, the default. */
+        if (op->progress != cma_start)
+            state_init(op, sendbuf, recvbuf, count, dt, zop, ZAP_COLL_SHM_CHUNK_BYTES);
         op->progress = cma_progress;
         op->agreeing = false;
         return cma_progress(op);
