@@ -53,8 +53,8 @@ static std::vector<uint8_t> batch_of(const std::vector<Vec> &vs, std::vector<int
         uint8_t *rec = b.data() + l.records_off + 128 * i;
         memcpy(rec, use[i]->pk.data(), 32);
         memcpy(rec + 32, use[i]->sig.data(), 64);
-        zap_put32(rec + 96, (uint32_t)off);
-        zap_put32(rec + 100, (uint32_t)use[i]->msg.size());
+        zap_put_le32(rec + 96, (uint32_t)off);
+        zap_put_le32(rec + 100, (uint32_t)use[i]->msg.size());
         if (!use[i]->msg.empty())
             memcpy(b.data() + l.blob_off + off, use[i]->msg.data(), use[i]->msg.size());
         off += use[i]->msg.size();
@@ -149,8 +149,8 @@ TEST(Verifier, MessageOutsideTheBlobIsMalformedNotFatal)
     ASSERT_EQ(zap_batch_parse(b.bytes.data(), b.bytes.size(), ZAP_BATCH_PARSE_SKIP_CRC, &view, nullptr, nullptr, 0),
               ZAP_OK);
     uint8_t *rec = b.bytes.data() + 64 + 7 * 128;
-    zap_put32(rec + 96, (uint32_t)view.blob_len); // offset at the end,
-    zap_put32(rec + 100, 1);                      // one byte past it
+    zap_put_le32(rec + 96, (uint32_t)view.blob_len); // offset at the end,
+    zap_put_le32(rec + 100, 1);                      // one byte past it
     std::vector<uint32_t> bm(2);
     std::vector<uint8_t> verdicts(40);
     zap_verify_params_t p = {};
