@@ -103,7 +103,7 @@ uint64_t zap_verify_peak_rss_kb(void)
     return kb;
 }
 
-/* The calling thread's cancel flag (the job's peer watch, job_watch.c). */
+/* The calling thread's cancel flag (the job's peer watch, watch.c). */
 static _Thread_local const int *tl_cancel;
 
 void zap_verify_set_cancel(const int *flag)
