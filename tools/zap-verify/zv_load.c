@@ -81,8 +81,9 @@ static zap_status_t read_regular(zap_transport_t *t, int fd, const char *path, u
 }
 
 /* A pipe, FIFO or other stream: read to its end into a buffer that doubles
- * when full (the old one is copied and freed, so at most 1.5 times the
- * batch is held while it grows). */
+ * when full (the old one is copied and freed, so up to three times the bytes
+ * read so far are held while it grows, and less than twice the batch at the
+ * end; a regular file, whose size is known, takes one buffer of it). */
 static zap_status_t read_stream(zap_transport_t *t, int fd, const char *path, zap_buf_t *buf_p)
 {
     zap_buf_t buf = {0};
