@@ -94,16 +94,21 @@ zap_status_t zap_verify_job_go(zap_verify_job_state_t *j, zap_status_t local, co
 size_t zap_verify_job_segments(const zap_verify_job_state_t *j, int r, uint64_t count, uint64_t blob_len,
                                zap_verify_seg_t *out);
 
-/* The phases, in order. */
-zap_status_t zap_verify_job_plan(zap_verify_job_state_t *j);
+/* Before the plan, a rank that will receive a scatter stream for its GPU
+ * starts readying it on a helper thread (job_distribute.c; joined before its
+ * stream starts, or at the end). */
 void zap_verify_job_prepare(zap_verify_job_state_t *j);
+
+/* The phases, in order. verified ends phase 3 (every rank's status and
+ * range); agree hands the result to *result_p on ZAP_OK and on
+ * ZAP_ERR_MISMATCH. */
+zap_status_t zap_verify_job_plan(zap_verify_job_state_t *j);
 zap_status_t zap_verify_job_distribute(zap_verify_job_state_t *j);
 zap_status_t zap_verify_job_verified(zap_verify_job_state_t *j);
 zap_status_t zap_verify_job_combine(zap_verify_job_state_t *j);
 zap_status_t zap_verify_job_agree(zap_verify_job_state_t *j, zap_verify_result_t *result_p);
 
-/* Verification steps of the distribute phase (job_verify.c). */
-/* Items [first, first + items) of the batch in all, verified in place into
+/* The verification steps of the distribute phase (job_verify.c). Items [first, first + items) of the batch in all, verified in place into
  * the result's bitmap as part of this rank's shard (the slow hook waits
  * first). */
 zap_status_t zap_verify_job_slice(zap_verify_job_state_t *j, const zap_batch_view_t *all, uint64_t first,
