@@ -120,28 +120,28 @@ zap_status_t zap_batch_parse(const void *buf, size_t len, unsigned flags, zap_ba
         r = ZAP_BATCH_ERR_MAGIC;
         goto refused;
     }
-    v.version = zap_le16(p + ZAP_BH_VERSION);
+    v.version = zap_get_le16(p + ZAP_BH_VERSION);
     if (v.version != ZAP_BATCH_VERSION) {
         snprintf(d, dcap, "version %u, this zap reads version %u", v.version, ZAP_BATCH_VERSION);
         r = ZAP_BATCH_ERR_VERSION;
         goto refused;
     }
-    v.scheme = zap_le16(p + ZAP_BH_SCHEME);
-    v.flags = zap_le32(p + ZAP_BH_FLAGS);
-    v.stride = zap_le32(p + ZAP_BH_STRIDE);
-    v.n_items = zap_le64(p + ZAP_BH_N_ITEMS);
-    v.fixed_msg_len = zap_le32(p + ZAP_BH_FIXED_MSG_LEN);
-    v.batch_id = zap_le64(p + ZAP_BH_BATCH_ID);
-    uint64_t records_off = zap_le64(p + ZAP_BH_RECORDS_OFF);
-    uint64_t blob_off = zap_le64(p + ZAP_BH_BLOB_OFF);
-    v.blob_len = zap_le32(p + ZAP_BH_BLOB_LEN);
-    v.crc32c = zap_le32(p + ZAP_BH_CRC);
+    v.scheme = zap_get_le16(p + ZAP_BH_SCHEME);
+    v.flags = zap_get_le32(p + ZAP_BH_FLAGS);
+    v.stride = zap_get_le32(p + ZAP_BH_STRIDE);
+    v.n_items = zap_get_le64(p + ZAP_BH_N_ITEMS);
+    v.fixed_msg_len = zap_get_le32(p + ZAP_BH_FIXED_MSG_LEN);
+    v.batch_id = zap_get_le64(p + ZAP_BH_BATCH_ID);
+    uint64_t records_off = zap_get_le64(p + ZAP_BH_RECORDS_OFF);
+    uint64_t blob_off = zap_get_le64(p + ZAP_BH_BLOB_OFF);
+    v.blob_len = zap_get_le32(p + ZAP_BH_BLOB_LEN);
+    v.crc32c = zap_get_le32(p + ZAP_BH_CRC);
 
     r = check_fields(v.scheme, v.flags, v.stride, v.fixed_msg_len, d, dcap);
     if (r != ZAP_BATCH_OK)
         goto refused;
-    if (zap_le32(p + ZAP_BH_RESERVED) != 0) {
-        snprintf(d, dcap, "reserved field at offset 28 is 0x%x", zap_le32(p + ZAP_BH_RESERVED));
+    if (zap_get_le32(p + ZAP_BH_RESERVED) != 0) {
+        snprintf(d, dcap, "reserved field at offset 28 is 0x%x", zap_get_le32(p + ZAP_BH_RESERVED));
         r = ZAP_BATCH_ERR_RESERVED;
         goto refused;
     }
@@ -241,18 +241,18 @@ zap_status_t zap_batch_write_header(void *buf, size_t len, const zap_batch_view_
     memset(p + records_end, 0, (size_t)(l.blob_off - records_end));
     memset(p, 0, ZAP_BATCH_HEADER_SIZE);
     memcpy(p, ZAP_BATCH_MAGIC, 4);
-    zap_put16(p + ZAP_BH_VERSION, ZAP_BATCH_VERSION);
-    zap_put16(p + ZAP_BH_SCHEME, view->scheme);
-    zap_put32(p + ZAP_BH_FLAGS, view->flags);
-    zap_put32(p + ZAP_BH_STRIDE, view->stride);
-    zap_put64(p + ZAP_BH_N_ITEMS, view->n_items);
-    zap_put32(p + ZAP_BH_FIXED_MSG_LEN, view->fixed_msg_len);
-    zap_put64(p + ZAP_BH_BATCH_ID, view->batch_id);
-    zap_put64(p + ZAP_BH_RECORDS_OFF, l.records_off);
-    zap_put64(p + ZAP_BH_BLOB_OFF, view->blob_len ? l.blob_off : 0);
-    zap_put32(p + ZAP_BH_BLOB_LEN, (uint32_t)view->blob_len);
+    zap_put_le16(p + ZAP_BH_VERSION, ZAP_BATCH_VERSION);
+    zap_put_le16(p + ZAP_BH_SCHEME, view->scheme);
+    zap_put_le32(p + ZAP_BH_FLAGS, view->flags);
+    zap_put_le32(p + ZAP_BH_STRIDE, view->stride);
+    zap_put_le64(p + ZAP_BH_N_ITEMS, view->n_items);
+    zap_put_le32(p + ZAP_BH_FIXED_MSG_LEN, view->fixed_msg_len);
+    zap_put_le64(p + ZAP_BH_BATCH_ID, view->batch_id);
+    zap_put_le64(p + ZAP_BH_RECORDS_OFF, l.records_off);
+    zap_put_le64(p + ZAP_BH_BLOB_OFF, view->blob_len ? l.blob_off : 0);
+    zap_put_le32(p + ZAP_BH_BLOB_LEN, (uint32_t)view->blob_len);
     uint32_t c = zap_crc32c_parallel(0, p + l.records_off, (size_t)(view->n_items * view->stride));
     c = zap_crc32c_parallel(c, p + l.blob_off, (size_t)view->blob_len);
-    zap_put32(p + ZAP_BH_CRC, c);
+    zap_put_le32(p + ZAP_BH_CRC, c);
     return ZAP_OK;
 }

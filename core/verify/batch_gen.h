@@ -1,15 +1,19 @@
-/* Seeded generation of Ed25519 batches for tests, benchmarks and
- * `zap-verify gen` (internal to zap; not in the public API).
- *
- * Item i is signed by key i % keys; a keyed draw decides, independently of
- * the thread count, whether it is corrupted and how (zap_gen_kind_t). The
- * expected verdict of every item is known by construction and is checked
- * against libsodium by the tests. Signing runs on several threads. */
+/* Seeded Ed25519 batches in the zap batch format, for tests, benchmarks and
+ * `zap-verify gen` (library zap_verify_gen; not in libzap or the public API).
+ * The items come from the one Ed25519 generator,
+ * cuda/ed25519/ed25519_testgen.h, with a mix whose every corruption can
+ * never verify: each item is signed by one of `keys` key pairs, and a
+ * fraction of them (drawn per item) is corrupted in one of the ways of
+ * zap_gen_kind_t. So the expected verdict of every item is known by
+ * construction (valid exactly when not corrupted); the tests check it
+ * against libsodium. The bytes depend on the parameters only, never on the
+ * thread count. */
 #ifndef ZAP_VERIFY_BATCH_GEN_H
 #define ZAP_VERIFY_BATCH_GEN_H
 #include <stdint.h>
 #include "zap/verify.h"
 
+/* The generator's kinds (ZAP_MUT_* of ed25519_testgen.h, numbered densely). */
 typedef enum zap_gen_kind {
     ZAP_GEN_VALID = 0,
     ZAP_GEN_FLIP_R,     /* one bit of R flipped */
@@ -17,13 +21,13 @@ typedef enum zap_gen_kind {
     ZAP_GEN_FLIP_A,     /* one bit of the public key flipped */
     ZAP_GEN_FLIP_MSG,   /* one bit of the message flipped (R for empty messages) */
     ZAP_GEN_S_PLUS_L,   /* S replaced by S + L: same point, not reduced */
-    ZAP_GEN_WRONG_KEY,  /* the signature of another key */
+    ZAP_GEN_WRONG_KEY,  /* another key pair's public key */
     ZAP_GEN_KIND_COUNT
 } zap_gen_kind_t;
 
 typedef struct zap_gen_params {
     uint64_t items;
-    uint32_t keys;            /* distinct keypairs (>= 1) */
+    uint32_t keys;            /* distinct key pairs (>= 1) */
     double invalid_fraction;  /* 0..1 */
     uint64_t seed;
     int variable;             /* 0: fixed 32-byte messages; 1: 0..max_msg_len bytes in a blob */

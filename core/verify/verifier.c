@@ -103,7 +103,7 @@ uint64_t zap_verify_peak_rss_kb(void)
     return kb;
 }
 
-/* The calling thread's cancel flag (the job's peer watch, job_watch.c). */
+/* The calling thread's cancel flag (the job's peer watch, watch.c). */
 static _Thread_local const int *tl_cancel;
 
 void zap_verify_set_cancel(const int *flag)
@@ -138,7 +138,7 @@ static int cpu_item(const zap_batch_view_t *v, uint64_t i)
         msg = rec + ZAP_REC_MSG;
         mlen = 32;
     } else {
-        uint64_t off = zap_le32(rec + ZAP_REC_MSG_OFF), len = zap_le32(rec + ZAP_REC_MSG_LEN);
+        uint64_t off = zap_get_le32(rec + ZAP_REC_MSG_OFF), len = zap_get_le32(rec + ZAP_REC_MSG_LEN);
         if (off > v->blob_len || len > v->blob_len - off)
             return 2;
         msg = v->blob ? v->blob + off : rec; /* len is 0 when there is no blob */

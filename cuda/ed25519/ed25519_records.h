@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/le.h"
 #include "ed25519_sha512.h" /* ZAP_HD_INLINE */
 
 #define ZAP_ED25519_VERDICT_INVALID 0
@@ -34,10 +35,8 @@ ZAP_HD_INLINE int zap_ed25519_record_msg(const uint8_t *rec, int variable_msgs,
         *len_p = 32;
         return 1;
     }
-    uint64_t off = (uint64_t)rec[96] | ((uint64_t)rec[97] << 8) | ((uint64_t)rec[98] << 16) |
-                   ((uint64_t)rec[99] << 24);
-    uint64_t len = (uint64_t)rec[100] | ((uint64_t)rec[101] << 8) |
-                   ((uint64_t)rec[102] << 16) | ((uint64_t)rec[103] << 24);
+    uint64_t off = zap_get_le32(rec + 96);
+    uint64_t len = zap_get_le32(rec + 100);
     if (off > blob_len || len > blob_len - off)
         return 0;
     *msg_p = blob + off;

@@ -1,5 +1,6 @@
-/* Seeded Ed25519 batch generator with libsodium 1.0.18 as the oracle (see
- * ed25519_testgen.h). Used by the tests and the benchmark only.
+/* The seeded Ed25519 batch generator with libsodium 1.0.18 as the oracle
+ * (ed25519_testgen.h). Used by the tests, the benchmark and, through
+ * core/verify/batch_gen.c, zap-verify; never by the library itself.
  *
  * Randomness: item i draws from splitmix64 seeded with (seed, i), so the
  * batch is the same whatever the thread count. Signatures are libsodium's
@@ -8,6 +9,9 @@
  * that the signature is made for the altered key or nonce point. */
 #include "ed25519_testgen.h"
 
+/* Relative: this file is also built into a library without zap's include
+ * path (zap_ed25519_testgen, for the GPU host). */
+#include "../../core/base/le.h"
 #include <pthread.h>
 #include <sodium.h>
 #include <stdlib.h>
@@ -136,9 +140,10 @@ static int zap_sign_by_hand(uint8_t sig[64], const uint8_t az_a[32], const uint8
 typedef struct zap_gen_shared {
     const zap_ed25519_gen_params_t *p;
     zap_ed25519_batch_t *b;
-    uint8_t *pks;   /* n_keys * 32 */
-    uint8_t *sks;   /* n_keys * 64 */
-    uint8_t *azs;   /* n_keys * 32: clamped secret scalars */
+    uint32_t nk;    /* key pairs made: n_keys, plus one that only wrong-key items show */
+    uint8_t *pks;   /* nk * 32 */
+    uint8_t *sks;   /* nk * 64 */
+    uint8_t *azs;   /* nk * 32: clamped secret scalars */
     uint64_t *offs; /* variable: message offsets */
     uint32_t *lens; /* variable: message lengths */
     int threads;
@@ -162,7 +167,15 @@ static int zap_pick_kind(const zap_ed25519_gen_params_t *p, zap_rng_t *rng)
     }
     if (zap_rng_next(rng) % 1000000 >= p->invalid_ppm)
         return ZAP_MUT_NONE;
-    return ZAP_MUT_FLIP_R + (int)(zap_rng_next(rng) % 4);
+    if (p->invalid_kinds == 0)
+        return ZAP_MUT_FLIP_R + (int)(zap_rng_next(rng) % 4);
+    /* the pick-th kind of the set */
+    uint32_t kinds = p->invalid_kinds & ((1u << ZAP_MUT_COUNT) - 2u);
+    int pick = (int)(zap_rng_next(rng) % (uint64_t)__builtin_popcount(kinds));
+    for (int k = 1; k < ZAP_MUT_COUNT; k++)
+        if ((kinds >> k) & 1 && pick-- == 0)
+            return k;
+    return ZAP_MUT_NONE; /* not reached */
 }
 
 static void zap_gen_item(zap_gen_shared_t *sh, uint64_t i)
@@ -244,7 +257,7 @@ static void zap_gen_item(zap_gen_shared_t *sh, uint64_t i)
         zap_small_order_enc((int)(r64 % ZAP_SMALL_ORDER_N), pk);
         break;
     case ZAP_MUT_WRONG_KEY:
-        memcpy(pk, sh->pks + 32 * (size_t)((key + 1) % p->n_keys), 32);
+        memcpy(pk, sh->pks + 32 * (size_t)((key + 1) % sh->nk), 32);
         break;
     case ZAP_MUT_A_MIXED_ORDER:
         /* an order-8 point T (index 6..9 are the order-8 encodings) */
@@ -294,16 +307,17 @@ static void zap_gen_item(zap_gen_shared_t *sh, uint64_t i)
                 ln = 0x20;
             }
         }
-        for (int k = 0; k < 4; k++) {
-            rec[96 + k] = (uint8_t)(off >> (8 * k));
-            rec[100 + k] = (uint8_t)(ln >> (8 * k));
-        }
+        zap_put_le32(rec + 96, off);
+        zap_put_le32(rec + 100, ln);
         memset(rec + 104, 0, b->stride - 104);
     } else {
         memcpy(rec + 96, fixed_msg, 32);
         memset(rec + 128, 0, b->stride - 128);
     }
-    b->kind[i] = (uint8_t)kind;
+    if (b->kind)
+        b->kind[i] = (uint8_t)kind;
+    if (!b->expected)
+        return;
     if (kind == ZAP_MUT_MALFORMED)
         b->expected[i] = 2;
     else if (p->skip_oracle)
@@ -328,8 +342,7 @@ static void *zap_key_worker(void *arg)
 {
     zap_gen_task_t *t = (zap_gen_task_t *)arg;
     zap_gen_shared_t *sh = t->sh;
-    uint32_t nk = sh->p->n_keys;
-    for (uint32_t k = (uint32_t)t->index; k < nk; k += (uint32_t)sh->threads) {
+    for (uint32_t k = (uint32_t)t->index; k < sh->nk; k += (uint32_t)sh->threads) {
         uint8_t seed[32], h[64];
         zap_rng_t rng;
         zap_rng_init(&rng, sh->p->seed ^ 0x6b657973ULL, k);
@@ -388,27 +401,51 @@ void zap_ed25519_batch_free(zap_ed25519_batch_t *b)
     memset(b, 0, sizeof(*b));
 }
 
-int zap_ed25519_gen(const zap_ed25519_gen_params_t *p, zap_ed25519_batch_t *out)
+/* The length of item i's message (variable messages): uniform in
+ * [min_msg_len, max_msg_len], from its own stream. */
+static uint32_t msg_len_of(const zap_ed25519_gen_params_t *p, uint64_t i)
 {
-    if (p == NULL || out == NULL || p->n_keys < 2 || sodium_init() < 0)
+    zap_rng_t rng;
+    zap_rng_init(&rng, p->seed ^ 0x6c656e73ULL, i);
+    uint32_t lo = p->min_msg_len <= p->max_msg_len ? p->min_msg_len : p->max_msg_len;
+    return lo + (uint32_t)(zap_rng_next(&rng) % ((uint64_t)(p->max_msg_len - lo) + 1));
+}
+
+/* Offsets are u32 in the record, and the malformed kind needs room past the
+ * end of the blob. */
+#define ZAP_GEN_MAX_BLOB 0xffffff00ULL
+
+int zap_ed25519_gen_blob_len(const zap_ed25519_gen_params_t *p, uint64_t *blob_len_p)
+{
+    if (p == NULL || blob_len_p == NULL || p->n_keys < 1)
         return -1;
-    memset(out, 0, sizeof(*out));
+    uint64_t total = 0;
+    for (uint64_t i = 0; p->variable_msgs && i < p->n; i++)
+        if ((total += msg_len_of(p, i)) > ZAP_GEN_MAX_BLOB)
+            return -1;
+    *blob_len_p = total;
+    return 0;
+}
+
+int zap_ed25519_gen_into(const zap_ed25519_gen_params_t *p, zap_ed25519_batch_t *b)
+{
+    uint64_t blob_len = 0;
+    if (b == NULL || b->stride < 128 || zap_ed25519_gen_blob_len(p, &blob_len) != 0 ||
+        (p->variable_msgs && b->blob_len != blob_len) || sodium_init() < 0)
+        return -1;
     zap_gen_shared_t sh;
     memset(&sh, 0, sizeof(sh));
     sh.p = p;
-    sh.b = out;
+    sh.b = b;
     sh.threads = p->threads > 0 ? p->threads : zap_ed25519_online_cpus();
-    out->n = p->n;
-    out->stride = 128;
-    out->variable_msgs = p->variable_msgs;
-    out->records = malloc((size_t)(p->n ? p->n : 1) * out->stride);
-    out->expected = malloc((size_t)(p->n ? p->n : 1));
-    out->kind = malloc((size_t)(p->n ? p->n : 1));
-    sh.pks = malloc((size_t)p->n_keys * 32);
-    sh.sks = malloc((size_t)p->n_keys * 64);
-    sh.azs = malloc((size_t)p->n_keys * 32);
+    sh.nk = p->n_keys + 1;
+    b->n = p->n;
+    b->variable_msgs = p->variable_msgs;
+    sh.pks = malloc((size_t)sh.nk * 32);
+    sh.sks = malloc((size_t)sh.nk * 64);
+    sh.azs = malloc((size_t)sh.nk * 32);
     int rc = -1;
-    if (!out->records || !out->expected || !out->kind || !sh.pks || !sh.sks || !sh.azs)
+    if (!sh.pks || !sh.sks || !sh.azs)
         goto out;
     if (p->variable_msgs) {
         sh.offs = malloc((size_t)(p->n ? p->n : 1) * sizeof(uint64_t));
@@ -417,19 +454,10 @@ int zap_ed25519_gen(const zap_ed25519_gen_params_t *p, zap_ed25519_batch_t *out)
             goto out;
         uint64_t total = 0;
         for (uint64_t i = 0; i < p->n; i++) {
-            zap_rng_t rng;
-            zap_rng_init(&rng, p->seed ^ 0x6c656e73ULL, i);
-            uint32_t lo = p->min_msg_len <= p->max_msg_len ? p->min_msg_len : p->max_msg_len;
-            sh.lens[i] = lo + (uint32_t)(zap_rng_next(&rng) % ((uint64_t)(p->max_msg_len - lo) + 1));
+            sh.lens[i] = msg_len_of(p, i);
             sh.offs[i] = total;
             total += sh.lens[i];
         }
-        if (total > 0xffffff00ULL)
-            goto out; /* offsets are u32 in the record */
-        out->blob_len = total;
-        out->blob = malloc((size_t)(total ? total : 1));
-        if (!out->blob)
-            goto out;
     }
     if (zap_run_workers(&sh, zap_key_worker) != 0)
         goto out;
@@ -437,14 +465,41 @@ int zap_ed25519_gen(const zap_ed25519_gen_params_t *p, zap_ed25519_batch_t *out)
         goto out;
     rc = 0;
 out:
+    if (sh.sks)
+        sodium_memzero(sh.sks, (size_t)sh.nk * 64);
+    if (sh.azs)
+        sodium_memzero(sh.azs, (size_t)sh.nk * 32);
     free(sh.pks);
     free(sh.sks);
     free(sh.azs);
     free(sh.offs);
     free(sh.lens);
-    if (rc != 0)
-        zap_ed25519_batch_free(out);
     return rc;
+}
+
+int zap_ed25519_gen(const zap_ed25519_gen_params_t *p, zap_ed25519_batch_t *out)
+{
+    uint64_t blob_len = 0;
+    if (out == NULL)
+        return -1;
+    memset(out, 0, sizeof(*out));
+    if (zap_ed25519_gen_blob_len(p, &blob_len) != 0)
+        return -1;
+    size_t n = (size_t)(p->n ? p->n : 1);
+    out->stride = 128;
+    out->records = malloc(n * out->stride);
+    out->expected = malloc(n);
+    out->kind = malloc(n);
+    if (p->variable_msgs) {
+        out->blob_len = blob_len;
+        out->blob = malloc((size_t)(blob_len ? blob_len : 1));
+    }
+    if (!out->records || !out->expected || !out->kind || (p->variable_msgs && !out->blob) ||
+        zap_ed25519_gen_into(p, out) != 0) {
+        zap_ed25519_batch_free(out);
+        return -1;
+    }
+    return 0;
 }
 
 typedef struct zap_oracle_task {
@@ -463,10 +518,8 @@ static void *zap_oracle_worker(void *arg)
         const uint8_t *msg = rec + 96;
         uint64_t len = 32;
         if (b->variable_msgs) {
-            uint64_t off = (uint64_t)rec[96] | ((uint64_t)rec[97] << 8) |
-                           ((uint64_t)rec[98] << 16) | ((uint64_t)rec[99] << 24);
-            len = (uint64_t)rec[100] | ((uint64_t)rec[101] << 8) | ((uint64_t)rec[102] << 16) |
-                  ((uint64_t)rec[103] << 24);
+            uint64_t off = zap_get_le32(rec + 96);
+            len = zap_get_le32(rec + 100);
             if (off > b->blob_len || len > b->blob_len - off) {
                 t->verdicts[i - t->first] = 2;
                 continue;

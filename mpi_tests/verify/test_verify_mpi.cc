@@ -10,6 +10,7 @@ extern "C" {
 #include "zap/ucp.h"
 #include "zap/verify.h"
 #include "verify/batch_gen.h"
+#include "verify/job.h"
 #include "verify/verify_impl.h"
 }
 
@@ -43,8 +44,8 @@ Batch make(uint64_t n, uint64_t seed, int variable)
     EXPECT_EQ(zap_batch_parse(b.bytes.data(), b.bytes.size(), 0, &v, nullptr, nullptr, 0), ZAP_OK);
     for (uint64_t i = 0; i < n; i++) {
         const uint8_t *rec = v.records + i * v.stride;
-        const uint8_t *msg = variable ? v.blob + zap_le32(rec + 96) : rec + 96;
-        uint64_t len = variable ? zap_le32(rec + 100) : 32;
+        const uint8_t *msg = variable ? v.blob + zap_get_le32(rec + 96) : rec + 96;
+        uint64_t len = variable ? zap_get_le32(rec + 100) : 32;
         if (zap_verify_ed25519_one(rec, rec + 32, msg, len))
             b.reference[i / 32] |= 1u << (i % 32);
     }
@@ -83,10 +84,12 @@ class VerifyJob : public ::testing::Test {
         comm_ = UcpEnv::comm;
         ASSERT_NE(comm_, nullptr);
     }
-    zap_status_t run(const Batch &b, zap_verify_params_t p, zap_verify_result_t *r)
+    zap_status_t run(const Batch &b, zap_verify_params_t p, zap_verify_result_t *r,
+                     const zap_verify_hooks_t *hooks = nullptr)
     {
         bool root = MpiRank() == p.root;
-        return zap_verify_job(comm_, root ? b.bytes.data() : nullptr, root ? b.bytes.size() : 0, &p, r);
+        return zap_verify_job_hooked(comm_, root ? b.bytes.data() : nullptr, root ? b.bytes.size() : 0, &p, hooks,
+                                     r);
     }
     void expect_reference(const Batch &b, zap_verify_params_t p)
     {
@@ -135,12 +138,11 @@ TEST_F(VerifyJob, RootTakesTheLastSegmentsOfASlowNeighbour)
         p.segment_bytes = 1024;
         p.root = root;
         p.combine = ZAP_COMBINE_ALLGATHERV;
-        zap_verify_test_slow_rank = R > 1 ? (root + 1 < R ? root + 1 : root - 1) : -1;
-        zap_verify_test_slow_seconds = 0.08;
+        zap_verify_hooks_t hooks = {};
+        hooks.slow_rank = R > 1 ? (root + 1 < R ? root + 1 : root - 1) : -1;
+        hooks.slow_seconds = 0.08;
         zap_verify_result_t r = {};
-        zap_status_t st = run(b, p, &r);
-        zap_verify_test_slow_rank = -1;
-        zap_verify_test_slow_seconds = 0;
+        zap_status_t st = run(b, p, &r, &hooks);
         ASSERT_EQ(st, ZAP_OK);
         std::vector<uint32_t> got(r.bitmap, r.bitmap + r.bitmap_words);
         EXPECT_EQ(got, b.reference);

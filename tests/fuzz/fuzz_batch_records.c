@@ -11,12 +11,8 @@
  * (zap_verify_ed25519_one) on the same bytes. */
 #include "fuzz_target.h"
 #include "zap/verify.h"
+#include "base/le.h"
 #include <string.h>
-
-static uint32_t le32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
-}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -49,7 +45,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             msg = rec + 96;
             mlen = 32;
         } else {
-            uint64_t off = le32(rec + 96), len = le32(rec + 100);
+            uint64_t off = zap_get_le32(rec + 96), len = zap_get_le32(rec + 100);
             int outside = off > v.blob_len || len > v.blob_len - off;
             FUZZ_CHECK((verdicts[i] == 2) == outside);
             if (outside)

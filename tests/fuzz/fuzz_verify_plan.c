@@ -1,5 +1,5 @@
 /* Fuzz target: what a non-root rank of the verification job decodes from the
- * wire (core/verify/job.c): the plan the root broadcasts (parse status,
+ * wire (core/verify/job_plan.c and the phases after it): the plan the root broadcasts (parse status,
  * scheme, flags, stride, item count, lengths), the blob slice table, the
  * scattered records and blob, or the whole broadcast batch, and the
  * agreement messages after. Two inproc ranks run zap_verify_job on a small

@@ -99,7 +99,7 @@ int main(int argc, char **argv)
             /* A record whose message range lies outside the blob. */
             uint8_t *c = malloc(n);
             memcpy(c, b, n);
-            zap_put32(c + ZAP_BATCH_HEADER_SIZE + ZAP_REC_MSG_OFF, 0xfffffff0u);
+            zap_put_le32(c + ZAP_BATCH_HEADER_SIZE + ZAP_REC_MSG_OFF, 0xfffffff0u);
             if (write_file(dir, "bad_record_msg_off", c, n))
                 return 1;
             free(c);

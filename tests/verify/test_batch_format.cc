@@ -108,16 +108,16 @@ struct Refusal {
     const char *detail_has;
 };
 
-static void put32(std::vector<uint8_t> &b, size_t off, uint32_t v) { zap_put32(b.data() + off, v); }
-static void put64(std::vector<uint8_t> &b, size_t off, uint64_t v) { zap_put64(b.data() + off, v); }
+static void put32(std::vector<uint8_t> &b, size_t off, uint32_t v) { zap_put_le32(b.data() + off, v); }
+static void put64(std::vector<uint8_t> &b, size_t off, uint64_t v) { zap_put_le64(b.data() + off, v); }
 
 static const Refusal refusals[] = {
     {"Magic", [](std::vector<uint8_t> &b) { b[0] = 'X'; }, 0, ZAP_ERR_CORRUPT, ZAP_BATCH_ERR_MAGIC, "magic 58"},
-    {"Version", [](std::vector<uint8_t> &b) { zap_put16(b.data() + 4, 2); }, 0, ZAP_ERR_VERSION,
+    {"Version", [](std::vector<uint8_t> &b) { zap_put_le16(b.data() + 4, 2); }, 0, ZAP_ERR_VERSION,
      ZAP_BATCH_ERR_VERSION, "version 2"},
-    {"SchemeReserved", [](std::vector<uint8_t> &b) { zap_put16(b.data() + 6, 2); }, 0, ZAP_ERR_UNSUPPORTED,
+    {"SchemeReserved", [](std::vector<uint8_t> &b) { zap_put_le16(b.data() + 6, 2); }, 0, ZAP_ERR_UNSUPPORTED,
      ZAP_BATCH_ERR_SCHEME, "scheme 2 (ed25519-zip215)"},
-    {"SchemeUnknown", [](std::vector<uint8_t> &b) { zap_put16(b.data() + 6, 99); }, 0, ZAP_ERR_UNSUPPORTED,
+    {"SchemeUnknown", [](std::vector<uint8_t> &b) { zap_put_le16(b.data() + 6, 99); }, 0, ZAP_ERR_UNSUPPORTED,
      ZAP_BATCH_ERR_SCHEME, "scheme 99"},
     {"FlagsUnknownBits", [](std::vector<uint8_t> &b) { put32(b, 8, 0x11); }, 0, ZAP_ERR_CORRUPT,
      ZAP_BATCH_ERR_FLAGS, "unknown bits 0x10"},
@@ -145,7 +145,7 @@ static const Refusal refusals[] = {
      ZAP_BATCH_ERR_OFFSETS, "records_off 1099511627776"},
     {"RecordsOffUnaligned", [](std::vector<uint8_t> &b) { put64(b, 40, 72); }, 0, ZAP_ERR_CORRUPT,
      ZAP_BATCH_ERR_OFFSETS, "records_off 72"},
-    {"BlobPastEnd", [](std::vector<uint8_t> &b) { put32(b, 56, zap_le32(b.data() + 56) + 1); }, 1,
+    {"BlobPastEnd", [](std::vector<uint8_t> &b) { put32(b, 56, zap_get_le32(b.data() + 56) + 1); }, 1,
      ZAP_ERR_CORRUPT, ZAP_BATCH_ERR_OFFSETS, "blob"},
     {"BlobOffPastEnd", [](std::vector<uint8_t> &b) { put64(b, 48, UINT64_MAX); }, 1, ZAP_ERR_CORRUPT,
      ZAP_BATCH_ERR_OFFSETS, "blob"},
@@ -157,7 +157,7 @@ static const Refusal refusals[] = {
      ZAP_BATCH_ERR_CRC, "crc32c"},
     {"CrcOfBlob", [](std::vector<uint8_t> &b) { b[b.size() - 1] ^= 0x80; }, 1, ZAP_ERR_CORRUPT,
      ZAP_BATCH_ERR_CRC, "crc32c"},
-    {"CrcField", [](std::vector<uint8_t> &b) { put32(b, 60, zap_le32(b.data() + 60) ^ 1); }, 0, ZAP_ERR_CORRUPT,
+    {"CrcField", [](std::vector<uint8_t> &b) { put32(b, 60, zap_get_le32(b.data() + 60) ^ 1); }, 0, ZAP_ERR_CORRUPT,
      ZAP_BATCH_ERR_CRC, "header says"},
 };
 

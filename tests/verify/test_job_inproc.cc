@@ -7,9 +7,10 @@ extern "C" {
 #include "zap/inproc.h"
 #include "zap/pool.h"
 #include "verify/verify_impl.h"
-#include "verify/job_stream.h"
-#include "verify/job_ring.h"
-#include "verify/job_watch.h"
+#include "verify/job.h"
+#include "verify/stream.h"
+#include "verify/watch.h"
+#include "verify_device.h"
 }
 
 struct RankOut {
@@ -19,9 +20,10 @@ struct RankOut {
 };
 
 // Runs the job on nranks threads; the root holds `batch`. pool: the world's
-// pool (NULL: one from the environment).
+// pool (NULL: one from the environment); hooks: the job's test hooks (every
+// rank's).
 static std::vector<RankOut> run_job(int nranks, const std::vector<uint8_t> &batch, zap_verify_params_t p,
-                                    zap_pool_t *pool = nullptr)
+                                    zap_pool_t *pool = nullptr, const zap_verify_hooks_t *hooks = nullptr)
 {
     zap_inproc_world_t *world = nullptr;
     EXPECT_EQ(zap_inproc_world_create(nranks, pool, &world), ZAP_OK);
@@ -33,8 +35,8 @@ static std::vector<RankOut> run_job(int nranks, const std::vector<uint8_t> &batc
             zap_comm_t *comm;
             if (zap_inproc_transport(world, r, &t) != ZAP_OK || zap_comm_create(t, &comm) != ZAP_OK)
                 return;
-            out[r].status = zap_verify_job(comm, r == p.root ? batch.data() : nullptr,
-                                           r == p.root ? batch.size() : 0, &p, &out[r].res);
+            out[r].status = zap_verify_job_hooked(comm, r == p.root ? batch.data() : nullptr,
+                                                  r == p.root ? batch.size() : 0, &p, hooks, &out[r].res);
             if (out[r].res.bitmap)
                 out[r].bitmap.assign(out[r].res.bitmap, out[r].res.bitmap + out[r].res.bitmap_words);
             zap_comm_destroy(comm);
@@ -119,9 +121,9 @@ TEST(Job, SegmentPlanCoversTheShardInWordAlignedDoublingSegments)
     for (uint64_t count : {0ull, 1ull, 31ull, 32ull, 1000ull, 65536ull, 2097152ull, 2097184ull})
         for (uint64_t blob : {0ull, 777ull})
             for (uint64_t first : {1ull, 4096ull, 8ull << 20, ~0ull}) {
-                size_t n = zap_vseg_plan(count, 128, blob, first, nullptr);
-                std::vector<zap_vseg_t> segs(n + 1);
-                ASSERT_EQ(zap_vseg_plan(count, 128, blob, first, segs.data()), n);
+                size_t n = zap_verify_seg_plan(count, 128, blob, first, nullptr);
+                std::vector<zap_verify_seg_t> segs(n + 1);
+                ASSERT_EQ(zap_verify_seg_plan(count, 128, blob, first, segs.data()), n);
                 size_t k = 0;
                 if (blob) {
                     ASSERT_GE(n, 1u);
@@ -146,8 +148,8 @@ TEST(Job, SegmentPlanCoversTheShardInWordAlignedDoublingSegments)
             }
     // 2^21 records from 8 MiB: 64k, 128k, 256k, 512k, then 1024k with the
     // short rest (64k) riding along, so 5 GPU calls rather than 6.
-    std::vector<zap_vseg_t> segs(8);
-    ASSERT_EQ(zap_vseg_plan(2097152, 128, 0, 8ull << 20, segs.data()), 5u);
+    std::vector<zap_verify_seg_t> segs(8);
+    ASSERT_EQ(zap_verify_seg_plan(2097152, 128, 0, 8ull << 20, segs.data()), 5u);
     EXPECT_EQ(segs[4].items, 2097152u - 65536u * 15u);
 }
 
@@ -157,9 +159,9 @@ TEST(Job, FarSegmentPlanStartsAtTheFarEndAndShrinksTowardTheRoot)
         for (uint64_t blob : {0ull, 777ull})
             for (uint64_t first : {1ull, 4096ull, 8ull << 20, ~0ull})
                 for (int top : {0, 1}) {
-                    size_t n = zap_vseg_plan_far(count, 128, blob, first, top, nullptr);
-                    std::vector<zap_vseg_t> segs(n + 1);
-                    ASSERT_EQ(zap_vseg_plan_far(count, 128, blob, first, top, segs.data()), n);
+                    size_t n = zap_verify_seg_plan_far(count, 128, blob, first, top, nullptr);
+                    std::vector<zap_verify_seg_t> segs(n + 1);
+                    ASSERT_EQ(zap_verify_seg_plan_far(count, 128, blob, first, top, segs.data()), n);
                     size_t k = 0;
                     if (blob) {
                         ASSERT_GE(n, 1u);
@@ -169,7 +171,7 @@ TEST(Job, FarSegmentPlanStartsAtTheFarEndAndShrinksTowardTheRoot)
                     }
                     uint64_t lo = 0, hi = count; // not yet covered
                     for (; k < n; k++) {
-                        const zap_vseg_t &g = segs[k];
+                        const zap_verify_seg_t &g = segs[k];
                         EXPECT_FALSE(g.blob);
                         EXPECT_GT(g.items, 0u);
                         EXPECT_EQ(g.src_off, g.item_off * 128);
@@ -194,8 +196,8 @@ TEST(Job, FarSegmentPlanStartsAtTheFarEndAndShrinksTowardTheRoot)
     // 2^21 records from 8 MiB, from the top: 64k, 128k, 256k, 512k, then at
     // most half of what is left each, so the segment next to the root (the
     // bottom one) is about the first's size, not the largest.
-    std::vector<zap_vseg_t> segs(64);
-    size_t n = zap_vseg_plan_far(2097152, 128, 0, 8ull << 20, 1, segs.data());
+    std::vector<zap_verify_seg_t> segs(64);
+    size_t n = zap_verify_seg_plan_far(2097152, 128, 0, 8ull << 20, 1, segs.data());
     ASSERT_GE(n, 6u);
     EXPECT_EQ(segs[0].items, 65536u);
     EXPECT_EQ(segs[3].items, 524288u);
@@ -253,11 +255,10 @@ TEST(Job, RootTakesTheLastSegmentsOfASlowNeighbour)
             for (int root : {0, R - 1}) {
                 p.root = root;
                 p.combine = R == 3 ? ZAP_COMBINE_ALLGATHERV : ZAP_COMBINE_OR_ALLREDUCE;
-                zap_verify_test_slow_rank = root + 1 < R ? root + 1 : root - 1;
-                zap_verify_test_slow_seconds = 0.1;
-                auto out = run_job(R, b.bytes, p);
-                zap_verify_test_slow_rank = -1;
-                zap_verify_test_slow_seconds = 0;
+                zap_verify_hooks_t hooks = {};
+                hooks.slow_rank = root + 1 < R ? root + 1 : root - 1;
+                hooks.slow_seconds = 0.1;
+                auto out = run_job(R, b.bytes, p, nullptr, &hooks);
                 for (int r = 0; r < R; r++) {
                     ASSERT_EQ(out[r].status, ZAP_OK) << "R " << R << " root " << root << " rank " << r;
                     EXPECT_EQ(out[r].bitmap, b.expected) << "R " << R << " root " << root << " rank " << r;
@@ -281,11 +282,10 @@ TEST(Job, SlowRootLeavesItsNeighbourItsShard)
     p.verifier = ZAP_VERIFIER_CPU;
     p.threads = 1;
     p.segment_bytes = 1024;
-    zap_verify_test_slow_rank = 0;
-    zap_verify_test_slow_seconds = 1.0;
-    auto out = run_job(2, b.bytes, p);
-    zap_verify_test_slow_rank = -1;
-    zap_verify_test_slow_seconds = 0;
+    zap_verify_hooks_t hooks = {};
+    hooks.slow_rank = 0;
+    hooks.slow_seconds = 1.0;
+    auto out = run_job(2, b.bytes, p, nullptr, &hooks);
     for (int r = 0; r < 2; r++) {
         ASSERT_EQ(out[r].status, ZAP_OK);
         EXPECT_EQ(out[r].bitmap, b.expected);
@@ -352,10 +352,10 @@ TEST(Job, GpuVerifiesStreamedSegmentsFromDeviceCopies)
         for (int variable = 0; variable < 2; variable++) {
             GenBatch b = make_batch(3000, 0.3, 50 + variable, variable);
             for (int R : {2, 3}) {
-                zap_vstream_test_chunk_bytes = chunk;
-                unsigned long copies = zap_vring_copies();
-                auto out = run_job(R, b.bytes, p);
-                zap_vstream_test_chunk_bytes = 0;
+                zap_verify_hooks_t hooks = {};
+                hooks.chunk_bytes = chunk;
+                unsigned long copies = zap_verify_ring_copies();
+                auto out = run_job(R, b.bytes, p, nullptr, &hooks);
                 for (int r = 0; r < R; r++) {
                     ASSERT_EQ(out[r].status, ZAP_OK) << "R " << R << " rank " << r << " chunk " << chunk;
                     EXPECT_EQ(out[r].bitmap, b.expected)
@@ -370,7 +370,7 @@ TEST(Job, GpuVerifiesStreamedSegmentsFromDeviceCopies)
                 for (int q = 1; q < R; q++)
                     others += out[0].res.ranks[q].items;
                 if (others > 0) {
-                    EXPECT_GT(zap_vring_copies(), copies) << "R " << R << ": no segment came through the ring";
+                    EXPECT_GT(zap_verify_ring_copies(), copies) << "R " << R << ": no segment came through the ring";
                 }
                 cleanup(out);
             }
@@ -379,17 +379,16 @@ TEST(Job, GpuVerifiesStreamedSegmentsFromDeviceCopies)
 
 TEST(Job, SegmentsTravelInChunksOfWholeRecords)
 {
-    zap_vseg_t rec = {0, 100000000, 0, 0, 0}, blob = {0, 100000000, 0, 0, 1};
-    EXPECT_EQ(zap_vseg_chunk(&blob, 128), (uint64_t)ZAP_VRING_SLOT_BYTES);
-    EXPECT_EQ(zap_vseg_chunk(&rec, 128), (uint64_t)ZAP_VRING_SLOT_BYTES);
-    EXPECT_EQ(zap_vseg_chunk(&rec, 144) % 144, 0u);
-    EXPECT_LE(zap_vseg_chunk(&rec, 144), (uint64_t)ZAP_VRING_SLOT_BYTES);
-    EXPECT_GT(zap_vseg_chunk(&rec, 144), (uint64_t)ZAP_VRING_SLOT_BYTES - 144);
-    zap_vstream_test_chunk_bytes = 1000;
-    EXPECT_EQ(zap_vseg_chunk(&blob, 128), 1000u);
-    EXPECT_EQ(zap_vseg_chunk(&rec, 128), 896u);
-    EXPECT_EQ(zap_vseg_chunk(&rec, 4096), 4096u); // never less than one record
-    zap_vstream_test_chunk_bytes = 0;
+    zap_verify_seg_t rec = {0, 100000000, 0, 0, 0}, blob = {0, 100000000, 0, 0, 1};
+    EXPECT_EQ(zap_verify_seg_chunk(&blob, 128, 0), (uint64_t)ZAP_VERIFY_RING_SLOT_BYTES);
+    EXPECT_EQ(zap_verify_seg_chunk(&rec, 128, 0), (uint64_t)ZAP_VERIFY_RING_SLOT_BYTES);
+    EXPECT_EQ(zap_verify_seg_chunk(&rec, 144, 0) % 144, 0u);
+    EXPECT_LE(zap_verify_seg_chunk(&rec, 144, 0), (uint64_t)ZAP_VERIFY_RING_SLOT_BYTES);
+    EXPECT_GT(zap_verify_seg_chunk(&rec, 144, 0), (uint64_t)ZAP_VERIFY_RING_SLOT_BYTES - 144);
+    // The chunk hook (cap 1000), as a job's sender and receivers apply it.
+    EXPECT_EQ(zap_verify_seg_chunk(&blob, 128, 1000), 1000u);
+    EXPECT_EQ(zap_verify_seg_chunk(&rec, 128, 1000), 896u);
+    EXPECT_EQ(zap_verify_seg_chunk(&rec, 4096, 1000), 4096u); // never less than one record
 }
 
 TEST(Job, StreamedSegmentsArriveInChunks)
@@ -407,13 +406,11 @@ TEST(Job, StreamedSegmentsArriveInChunks)
             for (int R : {2, 3})
                 for (int slow = 0; slow < 2; slow++) {
                     p.root = R - 1;
-                    zap_vstream_test_chunk_bytes = chunk;
-                    zap_verify_test_slow_rank = slow ? R - 2 : -1;
-                    zap_verify_test_slow_seconds = slow ? 0.05 : 0;
-                    auto out = run_job(R, b.bytes, p);
-                    zap_vstream_test_chunk_bytes = 0;
-                    zap_verify_test_slow_rank = -1;
-                    zap_verify_test_slow_seconds = 0;
+                    zap_verify_hooks_t hooks = {};
+                    hooks.chunk_bytes = chunk;
+                    hooks.slow_rank = slow ? R - 2 : -1;
+                    hooks.slow_seconds = slow ? 0.05 : 0;
+                    auto out = run_job(R, b.bytes, p, nullptr, &hooks);
                     for (int r = 0; r < R; r++) {
                         ASSERT_EQ(out[r].status, ZAP_OK) << "R " << R << " rank " << r << " chunk " << chunk;
                         EXPECT_EQ(out[r].bitmap, b.expected) << "R " << R << " rank " << r << " chunk " << chunk;
@@ -524,9 +521,10 @@ TEST(Job, OneRankDisagreeingFailsEveryRankLoudly)
     zap_verify_params_t p = {};
     p.verifier = ZAP_VERIFIER_CPU;
     LogCapture log;
-    zap_verify_test_flip_rank = 2;
-    auto out = run_job(4, b.bytes, p);
-    zap_verify_test_flip_rank = -1;
+    zap_verify_hooks_t hooks = {};
+    hooks.flip = 1;
+    hooks.flip_rank = 2;
+    auto out = run_job(4, b.bytes, p, nullptr, &hooks);
     for (int r = 0; r < 4; r++) {
         EXPECT_EQ(out[r].status, ZAP_ERR_MISMATCH) << "rank " << r;
         ASSERT_NE(out[r].res.ranks, nullptr) << "the result is filled for the report";
@@ -545,8 +543,8 @@ TEST(JobWatch, OffOnInproc)
     zap_transport_t *t = nullptr;
     ASSERT_EQ(zap_inproc_transport(world, 0, &t), ZAP_OK);
     int peer = 1;
-    EXPECT_EQ(zap_vwatch_start(t, &peer, 1), nullptr);
-    EXPECT_EQ(zap_vwatch_flag(nullptr), nullptr);
-    EXPECT_EQ(zap_vwatch_stop(nullptr), ZAP_OK);
+    EXPECT_EQ(zap_verify_watch_start(t, &peer, 1), nullptr);
+    EXPECT_EQ(zap_verify_watch_flag(nullptr), nullptr);
+    EXPECT_EQ(zap_verify_watch_stop(nullptr), ZAP_OK);
     zap_inproc_world_destroy(world);
 }

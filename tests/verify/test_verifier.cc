@@ -53,8 +53,8 @@ static std::vector<uint8_t> batch_of(const std::vector<Vec> &vs, std::vector<int
         uint8_t *rec = b.data() + l.records_off + 128 * i;
         memcpy(rec, use[i]->pk.data(), 32);
         memcpy(rec + 32, use[i]->sig.data(), 64);
-        zap_put32(rec + 96, (uint32_t)off);
-        zap_put32(rec + 100, (uint32_t)use[i]->msg.size());
+        zap_put_le32(rec + 96, (uint32_t)off);
+        zap_put_le32(rec + 100, (uint32_t)use[i]->msg.size());
         if (!use[i]->msg.empty())
             memcpy(b.data() + l.blob_off + off, use[i]->msg.data(), use[i]->msg.size());
         off += use[i]->msg.size();
@@ -124,6 +124,28 @@ TEST_P(GeneratedBatch, LibsodiumAgreesWithTheGeneratorOnEveryKind)
 
 INSTANTIATE_TEST_SUITE_P(FixedAndVariable, GeneratedBatch, ::testing::Values(0, 1));
 
+TEST(Generator, OneKeyPairStillMakesEveryCorruptionInvalid)
+{
+    // With one key pair, a wrong-key item shows a key pair no item signs with,
+    // so it cannot verify either: every item of an all-corrupt batch is invalid.
+    GenBatch b = make_batch(700, 1.0, 77, 0, 1);
+    zap_batch_view_t view;
+    ASSERT_EQ(zap_batch_parse(b.bytes.data(), b.bytes.size(), 0, &view, nullptr, nullptr, 0), ZAP_OK);
+    std::vector<uint32_t> bm(b.expected.size());
+    zap_verify_params_t p = {};
+    p.verifier = ZAP_VERIFIER_CPU;
+    zap_verify_stats_t st;
+    ASSERT_EQ(zap_verify_batch(&view, &p, bm.data(), nullptr, &st), ZAP_OK);
+    int wrong_key = 0;
+    for (uint64_t i = 0; i < 700; i++) {
+        ASSERT_NE(b.kinds[i], ZAP_GEN_VALID) << "item " << i;
+        ASSERT_EQ(bit(bm, i), 0) << "item " << i << " kind " << zap_gen_kind_name((zap_gen_kind_t)b.kinds[i]);
+        wrong_key += b.kinds[i] == ZAP_GEN_WRONG_KEY;
+    }
+    EXPECT_GT(wrong_key, 50);
+    EXPECT_EQ(st.invalid, 700u);
+}
+
 TEST(Generator, SameSeedSameBytesWhateverTheThreadCount)
 {
     zap_gen_params_t p = {};
@@ -149,8 +171,8 @@ TEST(Verifier, MessageOutsideTheBlobIsMalformedNotFatal)
     ASSERT_EQ(zap_batch_parse(b.bytes.data(), b.bytes.size(), ZAP_BATCH_PARSE_SKIP_CRC, &view, nullptr, nullptr, 0),
               ZAP_OK);
     uint8_t *rec = b.bytes.data() + 64 + 7 * 128;
-    zap_put32(rec + 96, (uint32_t)view.blob_len); // offset at the end,
-    zap_put32(rec + 100, 1);                      // one byte past it
+    zap_put_le32(rec + 96, (uint32_t)view.blob_len); // offset at the end,
+    zap_put_le32(rec + 100, 1);                      // one byte past it
     std::vector<uint32_t> bm(2);
     std::vector<uint8_t> verdicts(40);
     zap_verify_params_t p = {};

@@ -1,11 +1,11 @@
-/* The job's watch on its peers while this rank verifies (job_watch.h). The
+/* The job's watch on its peers while this rank verifies (watch.h). The
  * receives use a tag no one sends (next to the stream's, below the
  * collectives' bit, apart from zap-verify's load watch), so they end only
  * when the transport fails them with their peer; testing them progresses
  * the transport, whose error handling then logs the failed rank and sends
  * its failure notices (core/transport/ucp_notice.c). One test per peer every
  * 5 ms: nothing measurable next to the verifier. */
-#include "verify/job_watch.h"
+#include "verify/watch.h"
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,18 +13,18 @@
 
 #define TAG_WATCH 0x5A5600000003ull
 
-struct zap_vwatch {
+struct zap_verify_watch {
     zap_transport_t *t;
     int n;
     zap_request_t **reqs;
     pthread_t tid;
     int started;
-    int stop;   /* __atomic: set by zap_vwatch_stop */
+    int stop;   /* __atomic: set by zap_verify_watch_stop */
     int failed; /* __atomic: the verifier's cancel flag */
     zap_status_t status;
 };
 
-static void fail(zap_vwatch_t *w, zap_status_t s)
+static void fail(zap_verify_watch_t *w, zap_status_t s)
 {
     if (w->status == ZAP_OK)
         w->status = s;
@@ -33,7 +33,7 @@ static void fail(zap_vwatch_t *w, zap_status_t s)
 
 static void *watch_main(void *arg)
 {
-    zap_vwatch_t *w = arg;
+    zap_verify_watch_t *w = arg;
     struct timespec ts = {0, 5 * 1000 * 1000};
     while (!__atomic_load_n(&w->stop, __ATOMIC_ACQUIRE) && !__atomic_load_n(&w->failed, __ATOMIC_RELAXED)) {
         for (int i = 0; i < w->n; i++) {
@@ -51,12 +51,12 @@ static void *watch_main(void *arg)
     return NULL;
 }
 
-zap_vwatch_t *zap_vwatch_start(zap_transport_t *t, const int *peers, int n)
+zap_verify_watch_t *zap_verify_watch_start(zap_transport_t *t, const int *peers, int n)
 {
     zap_transport_caps_t caps;
     if (!t || n <= 0 || zap_transport_caps(t, &caps) != ZAP_OK || !caps.name || strcmp(caps.name, "inproc") == 0)
         return NULL;
-    zap_vwatch_t *w = calloc(1, sizeof(*w));
+    zap_verify_watch_t *w = calloc(1, sizeof(*w));
     if (!w || !(w->reqs = calloc((size_t)n, sizeof(*w->reqs)))) {
         free(w);
         return NULL; /* unwatched: a failure shows at the combine, as without the watch */
@@ -71,19 +71,19 @@ zap_vwatch_t *zap_vwatch_start(zap_transport_t *t, const int *peers, int n)
         w->n++;
     }
     if (pthread_create(&w->tid, NULL, watch_main, w) != 0) {
-        zap_vwatch_stop(w);
+        zap_verify_watch_stop(w);
         return NULL;
     }
     w->started = 1;
     return w;
 }
 
-const int *zap_vwatch_flag(const zap_vwatch_t *w)
+const int *zap_verify_watch_flag(const zap_verify_watch_t *w)
 {
     return w ? &w->failed : NULL;
 }
 
-zap_status_t zap_vwatch_stop(zap_vwatch_t *w)
+zap_status_t zap_verify_watch_stop(zap_verify_watch_t *w)
 {
     if (!w)
         return ZAP_OK;
