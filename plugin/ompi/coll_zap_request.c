@@ -157,9 +157,10 @@ static int conclude(coll_zap_req_t *r, zap_status_t st)
     if (r->local_rc != MPI_SUCCESS) {
         rc = r->local_rc;
     } else if (st != ZAP_OK) {
+        /* zap logged the cause where it found it. */
         note_failure(r->module, st);
-        coll_zap_warn("%s on communicator %u (rank %d of %d) failed: %s", coll_zap_routes[r->coll].name,
-                      r->module->comm->c_contextid, r->module->rank, r->module->size, zap_status_string(st));
+        COLL_ZAP_VERBOSE(1, "%s on communicator %u (rank %d of %d) failed: %s", coll_zap_routes[r->coll].name,
+                         r->module->comm->c_contextid, r->module->rank, r->module->size, zap_status_string(st));
     } else if (r->finish != NULL && r->finish(r) != OMPI_SUCCESS) {
         rc = MPI_ERR_INTERN;
     }
@@ -184,7 +185,7 @@ static int give_up(coll_zap_req_t *r)
 int coll_zap_req_post_failed(coll_zap_req_t *r, zap_status_t st)
 {
     note_failure(r->module, st);
-    coll_zap_warn("%s on communicator %u (rank %d of %d) could not start: %s", coll_zap_routes[r->coll].name,
+    COLL_ZAP_VERBOSE(1, "%s on communicator %u (rank %d of %d) could not start: %s", coll_zap_routes[r->coll].name,
                   r->module->comm->c_contextid, r->module->rank, r->module->size, zap_status_string(st));
     int rc = coll_zap_error_class(st);
     coll_zap_req_put(r);
