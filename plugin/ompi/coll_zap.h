@@ -89,15 +89,32 @@ typedef struct coll_zap_route {
      * communicator's table (offsets, so one row serves every collective). */
     size_t mod_off, imod_off;
     size_t prev_off, prev_module_off, iprev_off, iprev_module_off;
-    size_t default_min_bytes, default_max_bytes; /* 0 max: no limit */
+    /* Default windows (coll_zap_window_parse's syntax); max "0": no limit. */
+    const char *default_min, *default_max;
+    bool default_on; /* coll_zap_<name>'s default */
 } coll_zap_route_t;
 
 extern const coll_zap_route_t coll_zap_routes[COLL_ZAP_NCOLLS];
 
+/* A size bound that may depend on the communicator's size: "SIZE" or
+ * "RANKS:SIZE,RANKS:SIZE,...", the pair with the largest RANKS not above the
+ * communicator's size applying (none: 0). SIZE takes k, m, g (KiB, MiB,
+ * GiB). Both are arguments every rank of a call shares. */
+#define COLL_ZAP_WINDOW_MAX 8
+typedef struct coll_zap_window {
+    int n;
+    int ranks[COLL_ZAP_WINDOW_MAX];
+    size_t bytes[COLL_ZAP_WINDOW_MAX];
+} coll_zap_window_t;
+/* 0 and *w on success; -1 (w untouched) on a malformed text. */
+int coll_zap_window_parse(const char *text, coll_zap_window_t *w);
+size_t coll_zap_window_at(const coll_zap_window_t *w, int ranks);
+
 /* The MCA values and counters of one row. */
 typedef struct coll_zap_route_state {
     bool enable;
-    size_t min_bytes, max_bytes;
+    char *min_text, *max_text;     /* coll_zap_<coll>_min_bytes, _max_bytes */
+    coll_zap_window_t min, max;    /* parsed at init */
     uint64_t count[2][COLL_ZAP_NWHY]; /* [nonblocking][why] */
 } coll_zap_route_state_t;
 
@@ -135,6 +152,7 @@ typedef struct coll_zap_module {
     bool failed;                 /* a collective failed: the zap communicator is unusable */
     int rank, size;
     coll_zap_prev_t prev[COLL_ZAP_NCOLLS], iprev[COLL_ZAP_NCOLLS];
+    size_t min_bytes[COLL_ZAP_NCOLLS], max_bytes[COLL_ZAP_NCOLLS]; /* the windows at this size; max 0: none */
     struct coll_zap_module *next_live, *prev_live; /* modules with a zap communicator */
 } coll_zap_module_t;
 OBJ_CLASS_DECLARATION(coll_zap_module_t);
@@ -188,6 +206,10 @@ void coll_zap_count(coll_zap_coll_t coll, int nb, coll_zap_why_t why);
 void coll_zap_stats_print(void);
 /* Installs the module's functions for every row that has them. */
 void coll_zap_route_install(coll_zap_module_t *m);
+/* Resolves the rows' windows for the module's communicator size. */
+void coll_zap_route_windows(coll_zap_module_t *m);
+/* Parses every row's window texts; false (with a message) on a bad one. */
+bool coll_zap_route_parse_windows(void);
 /* Saves the previous functions; false when one is missing. */
 bool coll_zap_route_save_previous(coll_zap_module_t *m, ompi_communicator_t *comm);
 void coll_zap_route_release_previous(coll_zap_module_t *m);

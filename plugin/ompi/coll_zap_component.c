@@ -95,9 +95,9 @@ static void register_rows(void)
         const coll_zap_route_t *r = &coll_zap_routes[i];
         coll_zap_route_state_t *s = &c->route[i];
         char(*t)[320] = row_text[i];
-        s->enable = true;
-        s->min_bytes = r->default_min_bytes;
-        s->max_bytes = r->default_max_bytes;
+        s->enable = r->default_on;
+        s->min_text = (char *)r->default_min;
+        s->max_text = (char *)r->default_max;
         snprintf(t[0], sizeof(t[0]), "%s", r->name);
         if (r->blocking != NULL)
             snprintf(t[1], sizeof(t[1]),
@@ -114,15 +114,17 @@ static void register_rows(void)
             continue;
         snprintf(t[2], sizeof(t[2]), "%s_min_bytes", r->name);
         snprintf(t[3], sizeof(t[3]),
-                 "Smallest %s call zap takes, in %s; smaller ones go to the component below (suffixes k, m, g)", r->name,
-                 r->bytes_means);
-        register_int(t[2], t[3], MCA_BASE_VAR_TYPE_SIZE_T, &s->min_bytes);
+                 "Smallest %s call zap takes, in %s; smaller ones go to the component below. A size (k, m, g: KiB, "
+                 "MiB, GiB) or RANKS:SIZE pairs, the pair with the largest RANKS not above the communicator's size "
+                 "applying (2:1m,8:0: 1 MiB on 2-7 ranks, everything from 8)",
+                 r->name, r->bytes_means);
+        register_int(t[2], t[3], MCA_BASE_VAR_TYPE_STRING, &s->min_text);
         snprintf(t[4], sizeof(t[4]), "%s_max_bytes", r->name);
         snprintf(t[5], sizeof(t[5]),
-                 "Largest %s call zap takes, in %s; 0: no limit; larger ones go to the component below (suffixes k, "
-                 "m, g)",
-                 r->name, r->bytes_means);
-        register_int(t[4], t[5], MCA_BASE_VAR_TYPE_SIZE_T, &s->max_bytes);
+                 "Largest %s call zap takes, in %s; 0: no limit; larger ones go to the component below. Same form as "
+                 "coll_zap_%s_min_bytes",
+                 r->name, r->bytes_means, r->name);
+        register_int(t[4], t[5], MCA_BASE_VAR_TYPE_STRING, &s->max_text);
     }
 }
 
@@ -192,5 +194,7 @@ static int zap_init_query(bool enable_progress_threads, bool enable_mpi_threads)
         return OMPI_ERR_NOT_AVAILABLE;
     if (c->min_comm_size < 2)
         c->min_comm_size = 2;
+    if (!coll_zap_route_parse_windows())
+        return OMPI_ERR_NOT_AVAILABLE;
     return OMPI_SUCCESS;
 }

@@ -120,8 +120,8 @@ static uint64_t params_hash(void)
     h = fnv(h, &c->min_comm_size, sizeof(c->min_comm_size));
     for (int i = 0; i < COLL_ZAP_NCOLLS; i++) {
         h = fnv(h, &c->route[i].enable, sizeof(c->route[i].enable));
-        h = fnv(h, &c->route[i].min_bytes, sizeof(c->route[i].min_bytes));
-        h = fnv(h, &c->route[i].max_bytes, sizeof(c->route[i].max_bytes));
+        h = fnv(h, &c->route[i].min, sizeof(c->route[i].min));
+        h = fnv(h, &c->route[i].max, sizeof(c->route[i].max));
     }
     return h;
 }

@@ -143,6 +143,7 @@ static int module_enable(mca_coll_base_module_t *module, ompi_communicator_t *co
     m->comm = comm;
     m->rank = ompi_comm_rank(comm);
     m->size = ompi_comm_size(comm);
+    coll_zap_route_windows(m);
     /* The previous functions are the same on every rank (the same
      * components with the same parameters), so this fails everywhere or
      * nowhere. */

@@ -42,6 +42,11 @@ pkglibdir=$("$ZAP_TEST_OMPI_INFO" --path pkglibdir --parsable | sed 's/^path:pkg
 comp_dir=${ZAP_TEST_COMPONENT_DIR}
 LOAD="--mca mca_base_component_path $comp_dir:$pkglibdir"
 ON="$LOAD --mca coll_zap_priority 40 --mca coll_zap_stats 1"
+# Every window open and every switch on: every call the component can take
+# goes to zap (the routing checks; the defaults decline small calls).
+OPEN="--mca coll_zap_allreduce_min_bytes 0 --mca coll_zap_bcast_min_bytes 0 --mca coll_zap_allgather_min_bytes 0
+      --mca coll_zap_allgatherv_min_bytes 0 --mca coll_zap_scatter_min_bytes 0 --mca coll_zap_scatterv 1
+      --mca coll_zap_barrier 1"
 # Open MPI's own traffic as the project's MPI tests run it.
 BASE="--oversubscribe --bind-to none --mca pml ob1 --mca btl self,vader,tcp --mca btl_vader_single_copy_mechanism none"
 
@@ -121,7 +126,7 @@ c_matches_open_mpi)
     run "$ZAP_TEST_MPIEXEC" $BASE -np "$np" "$ZAP_TEST_CHECK" all "$tmp/without"
     [ $rc -eq 0 ] || fail "the program failed without the component (status $rc)"
     no_zap_output
-    run "$ZAP_TEST_MPIEXEC" $BASE $ON -np "$np" -x CHECK_ZAP_ORDER=1 "$ZAP_TEST_CHECK" all "$tmp/with"
+    run "$ZAP_TEST_MPIEXEC" $BASE $ON $OPEN -np "$np" -x CHECK_ZAP_ORDER=1 "$ZAP_TEST_CHECK" all "$tmp/with"
     [ $rc -eq 0 ] || fail "the program failed with the component (status $rc)"
     same_digests without with
     for c in allreduce iallreduce bcast ibcast allgather iallgather allgatherv scatter scatterv barrier ibarrier; do
@@ -141,16 +146,31 @@ c_matches_open_mpi_pml_ucx)
     UCXPML="--oversubscribe --bind-to none --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any --mca btl self,vader --mca osc ^ucx"
     run "$ZAP_TEST_MPIEXEC" $UCXPML -np "$np" "$ZAP_TEST_CHECK" all "$tmp/without"
     [ $rc -eq 0 ] || fail "the program failed without the component (status $rc)"
-    run "$ZAP_TEST_MPIEXEC" $UCXPML $ON -np "$np" -x CHECK_ZAP_ORDER=1 "$ZAP_TEST_CHECK" all "$tmp/with"
+    run "$ZAP_TEST_MPIEXEC" $UCXPML $ON $OPEN -np "$np" -x CHECK_ZAP_ORDER=1 "$ZAP_TEST_CHECK" all "$tmp/with"
     [ $rc -eq 0 ] || fail "the program failed with the component (status $rc)"
     same_digests without with
     [ "$(zap_count allreduce)" -gt 0 ] || fail "zap ran no allreduce"
     pass
     ;;
+defaults_route_by_size)
+    # The default windows and switches: results still equal Open MPI's; large
+    # allreduces go to zap, small broadcasts, barriers and scatterv below.
+    run "$ZAP_TEST_MPIEXEC" $BASE -np "$np" "$ZAP_TEST_CHECK" all "$tmp/without"
+    [ $rc -eq 0 ] || fail "the program failed without the component (status $rc)"
+    run "$ZAP_TEST_MPIEXEC" $BASE $ON -np "$np" "$ZAP_TEST_CHECK" all "$tmp/with"
+    [ $rc -eq 0 ] || fail "the program failed with the component (status $rc)"
+    same_digests without with
+    [ "$(zap_count allreduce)" -gt 0 ] || fail "zap ran no allreduce"
+    [ "$(why_count allreduce size)" -gt 0 ] || fail "no small allreduce went below"
+    [ "$(why_count bcast size)" -gt 0 ] || fail "no small bcast went below"
+    [ "$(why_count barrier off)" -gt 0 ] || fail "barriers did not go below (coll_zap_barrier defaults to 0)"
+    [ "$(why_count scatterv off)" -gt 0 ] || fail "scatterv did not go below (coll_zap_scatterv defaults to 0)"
+    pass
+    ;;
 user_op_falls_back)
     # Only user ops, MINLOC/MAXLOC and a logical op: nothing for zap; each
     # goes to the component below and gives the right result.
-    run "$ZAP_TEST_MPIEXEC" $BASE $ON -np "$np" "$ZAP_TEST_CHECK" fallback "$tmp/with"
+    run "$ZAP_TEST_MPIEXEC" $BASE $ON $OPEN -np "$np" "$ZAP_TEST_CHECK" fallback "$tmp/with"
     [ $rc -eq 0 ] || fail "the program failed (status $rc)"
     for r in $(seq 0 $((np - 1))); do
         line=$(grep "coll:zap: stats rank $r: allreduce " "$tmp/err")
@@ -165,7 +185,7 @@ fortran_matches_open_mpi)
     run "$ZAP_TEST_MPIEXEC" $BASE -np "$np" "$ZAP_TEST_FORTRAN" "$tmp/without"
     [ $rc -eq 0 ] || fail "the program failed without the component (status $rc)"
     no_zap_output
-    run "$ZAP_TEST_MPIEXEC" $BASE $ON -np "$np" "$ZAP_TEST_FORTRAN" "$tmp/with"
+    run "$ZAP_TEST_MPIEXEC" $BASE $ON $OPEN -np "$np" "$ZAP_TEST_FORTRAN" "$tmp/with"
     [ $rc -eq 0 ] || fail "the program failed with the component (status $rc)"
     same_digests without with
     for c in allreduce iallreduce bcast allgather scatter barrier; do
@@ -210,7 +230,7 @@ errors_reach_the_communicator_handler)
     # Mismatched counts (erroneous MPI): MPI_ERR_ARG on every rank, through
     # the communicator's handler (MPI_ERRORS_RETURN on it, fatal on the
     # world), blocking and non-blocking; the communicator stays usable.
-    run "$ZAP_TEST_MPIEXEC" $BASE $ON -np "$np" "$ZAP_TEST_CHECK" errors "$tmp/with"
+    run "$ZAP_TEST_MPIEXEC" $BASE $ON $OPEN -np "$np" "$ZAP_TEST_CHECK" errors "$tmp/with"
     [ $rc -eq 0 ] || fail "status $rc"
     n=$(grep -c 'mismatched .*allreduce: error (class' "$tmp/out")
     [ "$n" -eq $((2 * np)) ] || fail "expected $((2 * np)) error lines, saw $n"
@@ -219,7 +239,7 @@ errors_reach_the_communicator_handler)
 peer_exit_errors)
     # The last rank leaves (no MPI_Finalize) before an allreduce: every other
     # rank returns an error instead of hanging.
-    run "$ZAP_TEST_MPIEXEC" $BASE $ON --mca orte_allowed_exit_without_sync 1 -np "$np" -x ZAP_TIMEOUT=10 \
+    run "$ZAP_TEST_MPIEXEC" $BASE $ON $OPEN --mca orte_allowed_exit_without_sync 1 -np "$np" -x ZAP_TIMEOUT=10 \
         "$ZAP_TEST_CHECK" peer-exit "$tmp/with"
     [ $rc -eq 0 ] || fail "status $rc"
     n=$(grep -c 'allreduce with a departed rank: error' "$tmp/out")
