@@ -68,7 +68,8 @@ static int run(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf
     ptrdiff_t rext = extent_of(rdtype);
     bool rdense = rcounts == NULL ? coll_zap_dense(rdtype, rcount * p) : coll_zap_dense(rdtype, 2);
     bool in_place = sbuf == MPI_IN_PLACE;
-    size_t sbytes = in_place ? (size_t)(rcounts != NULL ? rcounts[me] : rcount) * rsize : coll_zap_bytes(sdtype, scount);
+    size_t sbytes =
+        in_place ? (size_t)(rcounts != NULL ? rcounts[me] : rcount) * rsize : coll_zap_bytes(sdtype, scount);
     bool sdense = in_place || coll_zap_dense(sdtype, scount);
 
     /* zap's counts and displacements (bytes) for the v-form. */

@@ -98,7 +98,8 @@ static int run(coll_zap_coll_t coll, const void *sbuf, int scount, const int *sc
     int nb = request != NULL;
     bool is_root = m->rank == root;
     bool in_place = is_root && rbuf == MPI_IN_PLACE;
-    size_t block = is_root && coll == COLL_ZAP_SCATTER ? coll_zap_bytes(sdtype, scount) : coll_zap_bytes(rdtype, rcount);
+    size_t block =
+        is_root && coll == COLL_ZAP_SCATTER ? coll_zap_bytes(sdtype, scount) : coll_zap_bytes(rdtype, rcount);
     coll_zap_why_t why = coll_zap_route_sized(m, coll, nb, block);
     if (why == COLL_ZAP_STOPPED && m->failed)
         return MPI_ERR_OTHER;
@@ -149,7 +150,8 @@ static int run(coll_zap_coll_t coll, const void *sbuf, int scount, const int *sc
 int coll_zap_scatter(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, int rcount,
                      ompi_datatype_t *rdtype, int root, ompi_communicator_t *comm, mca_coll_base_module_t *module)
 {
-    return run(COLL_ZAP_SCATTER, sbuf, scount, NULL, NULL, sdtype, rbuf, rcount, rdtype, root, comm, NULL, (coll_zap_module_t *)module);
+    return run(COLL_ZAP_SCATTER, sbuf, scount, NULL, NULL, sdtype, rbuf, rcount, rdtype, root, comm, NULL,
+               (coll_zap_module_t *)module);
 }
 
 int coll_zap_iscatter(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, int rcount,
@@ -164,7 +166,8 @@ int coll_zap_scatterv(const void *sbuf, const int *scounts, const int *disps, om
                       int rcount, ompi_datatype_t *rdtype, int root, ompi_communicator_t *comm,
                       mca_coll_base_module_t *module)
 {
-    return run(COLL_ZAP_SCATTERV, sbuf, 0, scounts, disps, sdtype, rbuf, rcount, rdtype, root, comm, NULL, (coll_zap_module_t *)module);
+    return run(COLL_ZAP_SCATTERV, sbuf, 0, scounts, disps, sdtype, rbuf, rcount, rdtype, root, comm, NULL,
+               (coll_zap_module_t *)module);
 }
 
 int coll_zap_iscatterv(const void *sbuf, const int *scounts, const int *disps, ompi_datatype_t *sdtype,

@@ -335,8 +335,8 @@ int perf_mpi_main(int argc, char **argv)
                 suggest = bytes;
             }
             if (g_rank == 0) {
-                printf("%-10s %10zu %6ld %11.2f %11.2f %8.2f %10.2f %10.2f %8.2f %6ld\n", op_names[op], c.bytes, iters, zs,
-                       os, os / zs, zl, ol, ol / zl, all_wrong);
+                printf("%-10s %10zu %6ld %11.2f %11.2f %8.2f %10.2f %10.2f %8.2f %6ld\n", op_names[op], c.bytes, iters,
+                       zs, os, os / zs, zl, ol, ol / zl, all_wrong);
                 fflush(stdout);
                 if (out.csv != NULL)
                     fprintf(out.csv, "%s,%zu,%d,%ld,%.3f,%.3f,%.4f,%.3f,%.3f,%.4f,%ld\n", op_names[op], bytes, g_size,
