@@ -115,6 +115,7 @@ static int run(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf
             r->ucounts = rcounts;
             r->udispls = disps;
             r->udtype = rdtype;
+            OBJ_RETAIN(rdtype); /* MPI lets the program free it before completion */
             r->uextent = rext;
             r->nblocks = p;
         }

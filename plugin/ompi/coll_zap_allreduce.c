@@ -58,6 +58,7 @@ static int run(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype, 
         r->ubuf = rbuf;
         r->ucount = count;
         r->udtype = dtype;
+        OBJ_RETAIN(dtype); /* MPI lets the program free it before completion */
     }
     coll_zap_count(COLL_ZAP_ALLREDUCE, nb, COLL_ZAP_TAKEN);
     coll_zap_lock();

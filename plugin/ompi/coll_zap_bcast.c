@@ -46,6 +46,7 @@ static int run(void *buf, int count, ompi_datatype_t *dtype, int root, ompi_comm
             r->ubuf = buf;
             r->ucount = count;
             r->udtype = dtype;
+            OBJ_RETAIN(dtype); /* MPI lets the program free it before completion */
         }
     }
     coll_zap_count(COLL_ZAP_BCAST, nb, COLL_ZAP_TAKEN);

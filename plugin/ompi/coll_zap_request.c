@@ -15,8 +15,12 @@
  * hands errors of OMPI_REQUEST_COLL requests to MPI_COMM_WORLD's error
  * handler (ompi_errhandler_request_invoke) and MPI wants the communicator's.
  *
- * Deadline: as zap's own waits, ZAP_TIMEOUT after the post when it is set
- * (read once per process); the call then fails with MPI_ERR_OTHER, the zap
+ * Deadline: none unless ZAP_TIMEOUT is set in the environment (read once per
+ * process): MPI waits for a live peer as long as it takes (a rank may be late
+ * by minutes, legally), and a dead one is found by zap's liveness checks
+ * (the process check between ranks of one host, UCX's peer errors across
+ * hosts), which fail the zap request. With ZAP_TIMEOUT set, a call still
+ * pending that long after its post fails with MPI_ERR_OTHER; its zap
  * operation stays with its communicator (destroyed with it) and every later
  * call on that communicator fails at once: after a timeout or a lost peer the
  * zap communicator's state is undefined. */
@@ -30,7 +34,7 @@ static opal_free_list_t reqs;
 static bool reqs_ready;
 static coll_zap_req_t pending; /* sentinel of the list the hook tests */
 static int npending;
-static double timeout_s; /* ZAP_TIMEOUT, 0: none */
+static double timeout_s; /* ZAP_TIMEOUT when set, else 0: none */
 
 OBJ_CLASS_INSTANCE(coll_zap_req_t, ompi_request_t, NULL, NULL);
 
@@ -47,7 +51,8 @@ int coll_zap_request_init(void)
     }
     pending.next_pending = pending.prev_pending = &pending;
     npending = 0;
-    timeout_s = zap_timeout_seconds();
+    const char *set = getenv("ZAP_TIMEOUT");
+    timeout_s = set != NULL && *set != '\0' ? zap_timeout_seconds() : 0;
     reqs_ready = true;
     return OMPI_SUCCESS;
 }
@@ -111,6 +116,9 @@ coll_zap_req_t *coll_zap_req_get(coll_zap_module_t *m, coll_zap_coll_t coll)
 
 static void release_scratch(coll_zap_req_t *r)
 {
+    if (r->udtype != NULL)
+        OBJ_RELEASE(r->udtype);
+    r->udtype = NULL;
     free(r->tmp);
     free(r->counts);
     free(r->displs);

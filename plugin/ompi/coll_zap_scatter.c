@@ -125,6 +125,7 @@ static int run(coll_zap_coll_t coll, const void *sbuf, int scount, const int *sc
         r->ubuf = rbuf;
         r->ucount = rcount;
         r->udtype = rdtype;
+        OBJ_RETAIN(rdtype); /* MPI lets the program free it before completion */
     }
     const void *zsend = NULL;
     if (is_root && r->local_rc == MPI_SUCCESS) {
