@@ -750,6 +750,23 @@ static int run_all(int check_order)
     MPI_Comm_split(MPI_COMM_WORLD, g_rank % 2, g_rank, &split); /* two halves */
     suite(split, g_rank % 2 ? "split_odd" : "split_even", 0, 0);
 
+    /* An intercommunicator between the halves (the component declines it)
+     * and MPI_COMM_SELF (likewise): Open MPI's components serve them. */
+    MPI_Comm inter;
+    MPI_Intercomm_create(split, 0, MPI_COMM_WORLD, g_rank % 2 ? 0 : 1, 99, &inter);
+    int v = g_rank, remote_sum = 0, expect = 0, self_out = 0;
+    check_rc("intercomm", MPI_Allreduce(&v, &remote_sum, 1, MPI_INT, MPI_SUM, inter));
+    for (int r = 0; r < g_size; r++)
+        if (r % 2 != g_rank % 2)
+            expect += r;
+    if (remote_sum != expect)
+        fail("intercomm", "wrong sum over the remote group");
+    digest("intercomm", &remote_sum, sizeof(remote_sum));
+    MPI_Comm_free(&inter);
+    check_rc("self", MPI_Allreduce(&v, &self_out, 1, MPI_INT, MPI_SUM, MPI_COMM_SELF));
+    if (self_out != g_rank)
+        fail("self", "wrong sum");
+
     MPI_Comm_split(MPI_COMM_WORLD, 0, -g_rank, &rsplit); /* every rank, reversed */
     suite(rsplit, "split_reversed", 0, 0);
 

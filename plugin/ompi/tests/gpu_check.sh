@@ -12,7 +12,9 @@
 # on every routed collective, hands user ops below, and declines cleanly
 # when the gate is forced to refuse. With zap-perf in DIR it also runs the
 # side-by-side sweep with every window open (the "suggest" lines give the
-# thresholds for the defaults).
+# thresholds for the defaults); ZAP_PERF_OPS, ZAP_PERF_MAX and ZAP_PERF_REPS
+# narrow it (a full sweep of 7 operations to 64 MiB takes minutes per rank
+# count); ZAP_PERF=0 leaves it out.
 set -u
 dir=$(cd "${1:?usage: gpu_check.sh DIR [LOG_DIR] [NP...]}" && pwd)
 logs=${2:-$dir/ompi-logs}
@@ -57,14 +59,15 @@ check gate_version_declines 2
 check gate_layout_declines 2
 check errors_reach_the_communicator_handler 2
 check peer_exit_errors 3
-if [ -x "$dir/zap-perf" ]; then
+if [ -x "$dir/zap-perf" ] && [ "${ZAP_PERF:-1}" != 0 ]; then
     open="--mca coll_zap_allreduce_min_bytes 0 --mca coll_zap_bcast_min_bytes 0 --mca coll_zap_allgather_min_bytes 0
           --mca coll_zap_scatter_min_bytes 0 --mca coll_zap_barrier 1"
     for np in $nps; do
         echo "== zap-perf mpi, $np ranks, windows open (log: $logs/perf.np$np.txt)"
         OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 600 "$ZAP_TEST_MPIEXEC" -np "$np" \
             --mca mca_base_component_path "$dir:$pkg" --mca coll_zap_priority 40 $open \
-            "$dir/zap-perf" mpi --op allreduce,bcast,reduce,allgather,alltoall,scatter,barrier --max 64M --reps 5 \
+            "$dir/zap-perf" mpi --op "${ZAP_PERF_OPS:-allreduce,bcast,reduce,allgather,alltoall,scatter,barrier}" \
+            --max "${ZAP_PERF_MAX:-64M}" --reps "${ZAP_PERF_REPS:-5}" \
             --csv "$logs/perf.np$np.csv" >"$logs/perf.np$np.txt" 2>&1
         grep -E '^# suggest|^allreduce +(262144|1048576|16777216|67108864) ' "$logs/perf.np$np.txt" | sed 's/^/  /'
     done
