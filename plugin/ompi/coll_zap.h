@@ -292,7 +292,6 @@ int coll_zap_req_posted(coll_zap_req_t *r, zap_status_t st, ompi_request_t **req
 int coll_zap_req_post_failed(coll_zap_req_t *r, zap_status_t st);
 /* opal_progress hook: completes pending requests; events seen. */
 int coll_zap_progress(void);
-bool coll_zap_progress_idle(void);
 
 /* --- the collectives -------------------------------------------------------- */
 int coll_zap_allreduce(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype, struct ompi_op_t *op,

@@ -67,8 +67,6 @@ void coll_zap_request_fini(void)
     reqs_ready = false;
 }
 
-bool coll_zap_progress_idle(void) { return npending == 0; }
-
 static int req_free(ompi_request_t **request);
 
 static int req_cancel(ompi_request_t *request, int complete)
