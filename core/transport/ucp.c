@@ -30,6 +30,7 @@
 #include "transport/ucp_tag.h"
 #include "transport/ucp_notice.h"
 #include "transport/ucp_worker.h"
+#include "transport/ucp_oob.h"
 #include "pool/backing.h"
 #include "base/config_table.h"
 #include "base/log.h"
@@ -1001,6 +1002,34 @@ static int any_peer_failed(ucp_transport_t *u)
     return 0;
 }
 
+/* The barrier of quiesce over the out-of-band allgather (ucp_oob.h), the
+ * worker progressed meanwhile as with MPI's. */
+static void quiesce_oob(ucp_transport_t *u, double deadline)
+{
+    if (any_peer_failed(u))
+        return;
+    char mine = 1;
+    char *all = calloc((size_t)u->base.size, 1);
+    void *req = NULL;
+    if (all == NULL || u->w.oob.allgather(u->w.oob.ctx, &mine, all, 1, &req) != ZAP_OK) {
+        zap_warn("ucp: rank %d: the barrier at close could not start; closing without it", u->base.rank);
+        free(all);
+        return;
+    }
+    zap_status_t st;
+    while ((st = u->w.oob.test(u->w.oob.ctx, req)) == ZAP_INPROGRESS) {
+        progress_locked(u);
+        if (zap_clock_now() > deadline) {
+            zap_warn("ucp: rank %d: not every rank reached close within %.1f s; closing anyway", u->base.rank,
+                     zap_timeout_seconds());
+            break;
+        }
+    }
+    /* A request still pending is the callback's to finish: free tells it. */
+    u->w.oob.free(u->w.oob.ctx, req);
+    free(all);
+}
+
 /* Flushes what this rank sent and waits (progressing, so that peers' flushes
  * complete too) until every rank has: after that no message is in flight and
  * endpoints can go. Skipped when a peer is known dead: the barrier could not
@@ -1012,6 +1041,10 @@ static void quiesce(ucp_transport_t *u, double deadline)
     if (s != UCS_OK && !any_peer_failed(u))
         zap_warn("ucp: rank %d: flushing the worker at close failed: %s", u->base.rank, ucs_status_string(s));
     handle_failures(u);
+    if (u->w.oob.allgather != NULL) {
+        quiesce_oob(u, deadline);
+        return;
+    }
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (finalized || any_peer_failed(u))
@@ -1111,7 +1144,8 @@ static const zap_transport_ops_t ucp_ops = {
 
 /* ---- create ------------------------------------------------------------- */
 
-zap_status_t zap_ucp_transport_create(MPI_Comm comm, zap_pool_t *pool, zap_transport_t **t_p)
+/* Both bootstraps: over comm, or over oob when it is not NULL. */
+static zap_status_t create(MPI_Comm comm, const zap_ucp_oob_t *oob, zap_pool_t *pool, zap_transport_t **t_p)
 {
     if (t_p == NULL)
         return ZAP_ERR_INVALID_PARAM;
@@ -1125,27 +1159,33 @@ zap_status_t zap_ucp_transport_create(MPI_Comm comm, zap_pool_t *pool, zap_trans
     ucp_transport_t *u = calloc(1, sizeof(*u));
     if (st == ZAP_OK && u == NULL)
         st = ZAP_ERR_NO_MEMORY;
-    int inited = 0;
-    MPI_Initialized(&inited);
-    if (!inited) {
-        zap_error("ucp: MPI must be initialised to bootstrap the UCX transport");
-        free(u);
-        return ZAP_ERR_INVALID_PARAM;
-    }
     int size = 0;
-    MPI_Comm_size(comm, &size);
+    if (oob != NULL) {
+        size = oob->size;
+    } else {
+        int inited = 0;
+        MPI_Initialized(&inited);
+        if (!inited) {
+            zap_error("ucp: MPI must be initialised to bootstrap the UCX transport");
+            free(u);
+            return ZAP_ERR_INVALID_PARAM;
+        }
+        MPI_Comm_size(comm, &size);
+    }
     if (size > (1 << ZAP_UCP_RANK_BITS)) {
         zap_error("ucp: %d ranks: the UCX transport's tags carry at most %d", size, 1 << ZAP_UCP_RANK_BITS);
         st = ZAP_ERR_INVALID_PARAM;
     }
     int mine = (int)st, all = 0;
-    if (MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS)
+    if (oob != NULL)
+        all = (int)zap_ucp_oob_agree(oob, st);
+    else if (MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS)
         all = ZAP_ERR_TRANSPORT;
     if (all != ZAP_OK) {
         free(u);
         return (zap_status_t)all;
     }
-    st = zap_ucp_worker_init(&u->w, comm);
+    st = oob != NULL ? zap_ucp_worker_init_oob(&u->w, oob) : zap_ucp_worker_init(&u->w, comm);
     if (st != ZAP_OK) {
         free(u);
         return st;
@@ -1172,9 +1212,7 @@ zap_status_t zap_ucp_transport_create(MPI_Comm comm, zap_pool_t *pool, zap_trans
         if (st != ZAP_OK)
             u->hook_slot = -1;
     }
-    mine = (int)st;
-    if (MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, u->w.comm) != MPI_SUCCESS)
-        all = ZAP_ERR_TRANSPORT;
+    all = (int)zap_ucp_worker_agree(&u->w, st);
     if (all != ZAP_OK) {
         if (u->hook_slot >= 0)
             (void)zap_pool_hooks_remove(pool, u->hook_slot);
@@ -1193,4 +1231,17 @@ zap_status_t zap_ucp_transport_create(MPI_Comm comm, zap_pool_t *pool, zap_trans
     zap_transport_base_init(&u->base, &ucp_ops, u->w.rank, u->w.size, pool, owns_pool);
     *t_p = &u->base;
     return ZAP_OK;
+}
+
+zap_status_t zap_ucp_transport_create(MPI_Comm comm, zap_pool_t *pool, zap_transport_t **t_p)
+{
+    return create(comm, NULL, pool, t_p);
+}
+
+zap_status_t zap_ucp_transport_create_oob(const zap_ucp_oob_t *oob, zap_pool_t *pool, zap_transport_t **t_p)
+{
+    if (oob == NULL || oob->allgather == NULL || oob->test == NULL || oob->free == NULL || oob->size < 1 ||
+        oob->rank < 0 || oob->rank >= oob->size)
+        return ZAP_ERR_INVALID_PARAM;
+    return create(MPI_COMM_NULL, oob, pool, t_p);
 }

@@ -43,10 +43,12 @@ zap_status_t zap_ucp_status(ucs_status_t s)
 
 /* Combines a local status over comm: the most negative one wins, so every
  * rank returns an error when any rank has one. */
-static zap_status_t agree(MPI_Comm comm, zap_status_t local)
+static zap_status_t agree(zap_ucp_worker_t *w, zap_status_t local)
 {
+    if (w->oob.allgather != NULL)
+        return zap_ucp_oob_agree(&w->oob, local);
     int mine = (int)local, all = 0;
-    if (MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS) {
+    if (MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, w->comm) != MPI_SUCCESS) {
         zap_error("ucp: MPI_Allreduce failed during bootstrap");
         return ZAP_ERR_TRANSPORT;
     }
@@ -107,9 +109,13 @@ static zap_status_t exchange_addresses(zap_ucp_worker_t *w)
     w->addr_off = calloc((size_t)w->size, sizeof(int));
     if (st == ZAP_OK && (w->addr_len == NULL || w->addr_off == NULL))
         st = ZAP_ERR_NO_MEMORY;
-    st = agree(w->comm, st);
+    st = agree(w, st);
     if (st != ZAP_OK)
         goto out;
+    if (w->oob.allgather != NULL) {
+        st = zap_ucp_oob_exchange(w, addr, len);
+        goto out;
+    }
     int mine = (int)len;
     if (MPI_Allgather(&mine, 1, MPI_INT, w->addr_len, 1, MPI_INT, w->comm) != MPI_SUCCESS) {
         st = ZAP_ERR_TRANSPORT;
@@ -121,7 +127,7 @@ static zap_status_t exchange_addresses(zap_ucp_worker_t *w)
         total += (size_t)w->addr_len[r];
     }
     w->addrs = malloc(total > 0 ? total : 1);
-    st = agree(w->comm, w->addrs == NULL ? ZAP_ERR_NO_MEMORY : ZAP_OK);
+    st = agree(w, w->addrs == NULL ? ZAP_ERR_NO_MEMORY : ZAP_OK);
     if (st != ZAP_OK)
         goto out;
     if (MPI_Allgatherv(addr, mine, MPI_BYTE, w->addrs, w->addr_len, w->addr_off, MPI_BYTE, w->comm) !=
@@ -138,7 +144,7 @@ static zap_status_t exchange_addresses(zap_ucp_worker_t *w)
     for (int i = 0; i < nlen; i++)
         h = (h ^ (uint8_t)name[i]) * UINT64_C(1099511628211);
     w->host = calloc((size_t)w->size, sizeof(uint64_t));
-    st = agree(w->comm, w->host == NULL ? ZAP_ERR_NO_MEMORY : ZAP_OK);
+    st = agree(w, w->host == NULL ? ZAP_ERR_NO_MEMORY : ZAP_OK);
     if (st == ZAP_OK && MPI_Allgather(&h, 1, MPI_UINT64_T, w->host, 1, MPI_UINT64_T, w->comm) != MPI_SUCCESS)
         st = ZAP_ERR_TRANSPORT;
 out:
@@ -164,7 +170,7 @@ zap_status_t zap_ucp_worker_init(zap_ucp_worker_t *w, MPI_Comm comm)
     }
     MPI_Comm_rank(w->comm, &w->rank);
     MPI_Comm_size(w->comm, &w->size);
-    zap_status_t st = agree(w->comm, open_ucp(w));
+    zap_status_t st = agree(w, open_ucp(w));
     if (st == ZAP_OK)
         st = exchange_addresses(w);
     if (st != ZAP_OK) {
@@ -173,6 +179,25 @@ zap_status_t zap_ucp_worker_init(zap_ucp_worker_t *w, MPI_Comm comm)
     }
     return ZAP_OK;
 }
+
+zap_status_t zap_ucp_worker_init_oob(zap_ucp_worker_t *w, const zap_ucp_oob_t *oob)
+{
+    memset(w, 0, sizeof(*w));
+    w->comm = MPI_COMM_NULL;
+    w->oob = *oob;
+    w->rank = oob->rank;
+    w->size = oob->size;
+    zap_status_t st = agree(w, open_ucp(w));
+    if (st == ZAP_OK)
+        st = exchange_addresses(w);
+    if (st != ZAP_OK) {
+        zap_ucp_worker_cleanup(w);
+        return st;
+    }
+    return ZAP_OK;
+}
+
+zap_status_t zap_ucp_worker_agree(zap_ucp_worker_t *w, zap_status_t local) { return agree(w, local); }
 
 zap_status_t zap_ucp_ep_create(zap_ucp_worker_t *w, int peer, int peer_errors, ucp_err_handler_cb_t cb, void *arg,
                                ucp_ep_h *ep_p)

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <ucp/api/ucp.h>
 #include "zap/status.h"
+#include "transport/ucp_oob.h"
 
 typedef struct zap_ucp_worker {
     ucp_context_h context;
@@ -19,12 +20,24 @@ typedef struct zap_ucp_worker {
     int *addr_len;     /* per rank */
     int *addr_off;     /* per rank, into addrs */
     uint64_t *host;    /* per rank: a hash of MPI_Get_processor_name */
+    zap_ucp_oob_t oob; /* bootstrap without MPI (allgather set); comm is then MPI_COMM_NULL */
 } zap_ucp_worker_t;
 
 /* Collective over comm: creates context (tag feature) and worker (serialised
  * thread mode), exchanges addresses. The ranks agree: if any rank fails, all
  * return an error (the failing rank logs why). On failure *w is left zeroed. */
 zap_status_t zap_ucp_worker_init(zap_ucp_worker_t *w, MPI_Comm comm);
+
+/* The same over an out-of-band allgather (ucp_oob.h), copied into w. */
+zap_status_t zap_ucp_worker_init_oob(zap_ucp_worker_t *w, const zap_ucp_oob_t *oob);
+
+/* The most negative of the ranks' statuses, on every rank, over whichever
+ * bootstrap w was made with. */
+zap_status_t zap_ucp_worker_agree(zap_ucp_worker_t *w, zap_status_t local);
+
+/* ucp_oob.c: the address and host exchange over w->oob, filling addr_len,
+ * addr_off (allocated by the caller), addrs and host. */
+zap_status_t zap_ucp_oob_exchange(zap_ucp_worker_t *w, const void *addr, size_t len);
 
 /* Connects to peer's worker. With peer_errors, asks for UCX peer error
  * handling: cb(arg, ep, status) then runs inside ucp_worker_progress when UCX

@@ -15,15 +15,15 @@ logs=${2:-$build/gpu-logs}
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$logs"
 
-export ZAP_TEST_PLUGIN_LIB="$build/plugin/libzap_ucx.so"
-export ZAP_TEST_UCP_CHECK="$build/plugin/tests/ucp_check"
-export ZAP_TEST_UCP_CHECK_LINKED="$build/plugin/tests/ucp_check_linked"
-export ZAP_TEST_MPI_CHECK="$build/plugin/tests/mpi_check"
+export ZAP_TEST_PLUGIN_LIB="$build/plugin/ucx/libzap_ucx.so"
+export ZAP_TEST_UCP_CHECK="$build/plugin/ucx/tests/ucp_check"
+export ZAP_TEST_UCP_CHECK_LINKED="$build/plugin/ucx/tests/ucp_check_linked"
+export ZAP_TEST_MPI_CHECK="$build/plugin/ucx/tests/mpi_check"
 export ZAP_TEST_MPIEXEC="${ZAP_TEST_MPIEXEC:-$(command -v mpirun || echo mpirun)}"
 export ZAP_TEST_UCX_INFO="$(command -v ucx_info || true)"
 # Built on the Debian machine: the plugin's own directory and CUDA's runtime
 # must be found wherever the build directory now lies.
-export LD_LIBRARY_PATH="$build/plugin:/usr/local/cuda/lib64:/usr/local/cuda/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export LD_LIBRARY_PATH="$build/plugin/ucx:/usr/local/cuda/lib64:/usr/local/cuda/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
 # Short per-command deadline: the whole script must fit a few minutes of device
 # time, and a hang must cost one check, not the run.
