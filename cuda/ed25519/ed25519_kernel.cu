@@ -115,7 +115,8 @@ __global__ void __launch_bounds__(ZAP_ED25519_BLOCK, MINB)
 #define ZAP_X4_FULL 0xffffffffu
 
 /* all[k] = lane (base + k)'s value of *mine, for the four lanes of a group. */
-static __device__ __forceinline__ void zap_x4_gather(zap_fe_t all[4], const zap_fe_t *mine, int base)
+static __device__ __forceinline__ void zap_x4_gather(zap_fe_t all[4], const zap_fe_t *mine,
+                                                     int base)
 {
 #pragma unroll
     for (int k = 0; k < 4; k++)
@@ -657,12 +658,12 @@ static zap_status_t zap_ed25519_chunked(zap_ed25519_dev_state_t *d, const uint8_
                                  "cudaMemcpyAsync bitmap chunk"))
             return ZAP_ERR_CUDA;
     }
-    for (int k = 0; k < 2; k++)
-        if (!zap_ed25519_cuda_ok(cudaEventRecord(d->chunk_ev[ZAP_ED25519_CHUNKS + k], d->cstream[k]),
-                                 "cudaEventRecord") ||
-            !zap_ed25519_cuda_ok(cudaStreamWaitEvent(d->stream, d->chunk_ev[ZAP_ED25519_CHUNKS + k], 0),
-                                 "cudaStreamWaitEvent"))
+    for (int k = 0; k < 2; k++) {
+        cudaEvent_t done = d->chunk_ev[ZAP_ED25519_CHUNKS + k];
+        if (!zap_ed25519_cuda_ok(cudaEventRecord(done, d->cstream[k]), "cudaEventRecord") ||
+            !zap_ed25519_cuda_ok(cudaStreamWaitEvent(d->stream, done, 0), "cudaStreamWaitEvent"))
             return ZAP_ERR_CUDA;
+    }
     return ZAP_OK;
 }
 

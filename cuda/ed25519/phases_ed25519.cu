@@ -126,7 +126,8 @@ int main(int argc, char **argv)
     unsigned grid = (unsigned)((n + ZAP_PHASES_BLOCK - 1) / ZAP_PHASES_BLOCK);
     unsigned long long cyc[ZAP_PHASES_N], zero[ZAP_PHASES_N] = {0};
     cudaEvent_t e0, e1;
-    if (!ok(cudaEventCreate(&e0), "cudaEventCreate") || !ok(cudaEventCreate(&e1), "cudaEventCreate"))
+    if (!ok(cudaEventCreate(&e0), "cudaEventCreate") ||
+        !ok(cudaEventCreate(&e1), "cudaEventCreate"))
         return 1;
     float ms = 0;
     for (int rep = 0; rep < 2; rep++) { /* the first run loads the module */
