@@ -80,10 +80,10 @@ static const cfg_row_t rows[] = {
     [ZAP_CFG_VERIFY_THREADS] = {{"ZAP_VERIFY_THREADS", "0", "integer 0 to 1024; 0 = all cores",
                                  "Threads of the CPU verifier on each rank."},
                                 CFG_UINT, NULL, 0, 1024},
-    [ZAP_CFG_GPU_MIN_ITEMS] = {{"ZAP_GPU_MIN_ITEMS", "1024", "integer",
+    [ZAP_CFG_GPU_MIN_ITEMS] = {{"ZAP_GPU_MIN_ITEMS", "64", "integer",
                                 "With ZAP_VERIFIER=auto, shards smaller than this stay on the CPU. On an "
-                                "H200 host the GPU passes 16-core libsodium at ~512 items and is 1.7x "
-                                "faster at 1024 (docs/ed25519.md, Crossover)."},
+                                "H200 host the GPU passes 16-core libsodium from 16 items and is 1.8x "
+                                "faster at 64 (docs/ed25519.md, Crossover)."},
                                CFG_UINT, NULL, 0, UINT64_MAX},
     [ZAP_CFG_COLL_GPU_PATH] = {{"ZAP_COLL_GPU_PATH", "auto", "auto|ipc|off",
                                 "Allreduce and broadcast on managed or device buffers of ranks on one host: "
