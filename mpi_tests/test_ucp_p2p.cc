@@ -99,6 +99,21 @@ class Ucp : public testing::Test {
 };
 zap_transport_t *Ucp::t_ = nullptr;
 
+// A second transport over the same ranks whose waits give up after 0.3 s
+// (zap_transport_params_t). Collective: every rank makes one and the
+// destructor closes it on every rank.
+class ShortTimeout {
+  public:
+    ShortTimeout()
+    {
+        zap_transport_params_t params{};
+        params.timeout_s = 0.3;
+        EXPECT_EQ(zap_ucp_transport_create_ex(MPI_COMM_WORLD, nullptr, &params, &t), ZAP_OK);
+    }
+    ~ShortTimeout() { zap_transport_close(t); }
+    zap_transport_t *t = nullptr;
+};
+
 TEST_F(Ucp, CreateGivesRankAndSizeOfTheCommunicator)
 {
     EXPECT_EQ(rank(), MpiRank());
@@ -362,12 +377,12 @@ TEST_F(Ucp, WaitGivesUpAfterTheTimeoutNamingThePeer)
 {
     int peer = (rank() + 1) % size();
     MpiExpectLog("timed out");
-    const char *old = getenv("ZAP_TIMEOUT");
-    std::string saved = old ? old : "";
-    setenv("ZAP_TIMEOUT", "0.3", 1);
+    ShortTimeout st;
+    ASSERT_NE(st.t, nullptr);
+    EXPECT_EQ(zap_transport_timeout(st.t), 0.3);
     char c;
     zap_request_t *r = nullptr;
-    ASSERT_EQ(zap_transport_irecv(t_, peer, 0xDEAD, &c, 1, &r), ZAP_OK); // nobody sends this
+    ASSERT_EQ(zap_transport_irecv(st.t, peer, 0xDEAD, &c, 1, &r), ZAP_OK); // nobody sends this
     double t0 = zap_clock_now();
     EXPECT_EQ(zap_request_wait(r), ZAP_ERR_TIMED_OUT);
     double took = zap_clock_now() - t0;
@@ -377,11 +392,49 @@ TEST_F(Ucp, WaitGivesUpAfterTheTimeoutNamingThePeer)
     EXPECT_EQ(zap_request_test(r, &done), ZAP_OK);
     EXPECT_EQ(done, 0) << "a timed-out request stays pending";
     zap_request_free(r); // cancels it
+    EXPECT_TRUE(MpiLogSeen("peer rank " + std::to_string(peer))) << MpiLogText();
+}
+
+// ZAP_TIMEOUT is read once, at create: changing it afterwards (to another
+// value or to garbage) changes nothing for a transport that exists.
+TEST_F(Ucp, TransportKeepsTheTimeoutItWasCreatedWith)
+{
+    int peer = (rank() + 1) % size();
+    const char *old = getenv("ZAP_TIMEOUT");
+    std::string saved = old ? old : "";
+    setenv("ZAP_TIMEOUT", "0.3", 1);
+    zap_transport_t *t = nullptr;
+    ASSERT_EQ(zap_ucp_transport_create(MPI_COMM_WORLD, nullptr, &t), ZAP_OK);
+    EXPECT_EQ(zap_transport_timeout(t), 0.3);
+    MpiExpectLog("timed out");
+    for (const char *later : {"20", "soon"}) {
+        setenv("ZAP_TIMEOUT", later, 1);
+        char c = 0;
+        double t0 = zap_clock_now();
+        EXPECT_EQ(zap_transport_recv(t, peer, 0xBEEF, &c, 1, nullptr), ZAP_ERR_TIMED_OUT) << later;
+        double took = zap_clock_now() - t0;
+        EXPECT_GE(took, 0.25) << later;
+        EXPECT_LT(took, 5.0) << "ZAP_TIMEOUT=" << later << " set after create was used";
+    }
     if (old)
         setenv("ZAP_TIMEOUT", saved.c_str(), 1);
     else
         unsetenv("ZAP_TIMEOUT");
-    EXPECT_TRUE(MpiLogSeen("peer rank " + std::to_string(peer))) << MpiLogText();
+    MPI_Barrier(MPI_COMM_WORLD);
+    zap_transport_close(t);
+}
+
+// A timeout out of range fails create on every rank and creates nothing.
+TEST_F(Ucp, CreateRefusesATimeoutOutOfRange)
+{
+    MpiExpectLog("out of range");
+    for (double bad : {-1.0, 0.0005, 2e7}) {
+        zap_transport_params_t params{};
+        params.timeout_s = bad;
+        zap_transport_t *t = nullptr;
+        EXPECT_EQ(zap_ucp_transport_create_ex(MPI_COMM_WORLD, nullptr, &params, &t), ZAP_ERR_INVALID_PARAM) << bad;
+        EXPECT_EQ(t, nullptr);
+    }
 }
 
 // The blocking forms have their own path in the UCX transport (no zap
@@ -392,21 +445,16 @@ TEST_F(Ucp, BlockingReceiveGivesUpAfterTheTimeoutNamingThePeerAndIsCancelled)
     if (peer < 0)
         return;
     const bool receiver = rank() > peer;
+    ShortTimeout st;
+    ASSERT_NE(st.t, nullptr);
     if (receiver) {
         MpiExpectLog("timed out");
-        const char *old = getenv("ZAP_TIMEOUT");
-        std::string saved = old ? old : "";
-        setenv("ZAP_TIMEOUT", "0.3", 1);
         char c = 0;
         double t0 = zap_clock_now();
-        EXPECT_EQ(zap_transport_recv(t_, peer, 0xD00D, &c, 1, nullptr), ZAP_ERR_TIMED_OUT);
+        EXPECT_EQ(zap_transport_recv(st.t, peer, 0xD00D, &c, 1, nullptr), ZAP_ERR_TIMED_OUT);
         double took = zap_clock_now() - t0;
         EXPECT_GE(took, 0.25);
         EXPECT_LT(took, 5.0);
-        if (old)
-            setenv("ZAP_TIMEOUT", saved.c_str(), 1);
-        else
-            unsetenv("ZAP_TIMEOUT");
         EXPECT_TRUE(MpiLogSeen("a receive from peer rank " + std::to_string(peer))) << MpiLogText();
     }
     MPI_Barrier(MPI_COMM_WORLD);
@@ -415,11 +463,11 @@ TEST_F(Ucp, BlockingReceiveGivesUpAfterTheTimeoutNamingThePeerAndIsCancelled)
     char v = 'y', got = 0;
     size_t len = 0;
     if (receiver) {
-        ASSERT_EQ(zap_transport_recv(t_, peer, 0xD00D, &got, 1, &len), ZAP_OK);
+        ASSERT_EQ(zap_transport_recv(st.t, peer, 0xD00D, &got, 1, &len), ZAP_OK);
         EXPECT_EQ(got, 'y');
         EXPECT_EQ(len, 1u);
     } else {
-        ASSERT_EQ(zap_transport_send(t_, peer, 0xD00D, &v, 1), ZAP_OK);
+        ASSERT_EQ(zap_transport_send(st.t, peer, 0xD00D, &v, 1), ZAP_OK);
     }
 }
 
@@ -435,22 +483,17 @@ TEST_F(Ucp, BlockingSendGivesUpAfterTheTimeoutNamingThePeer)
     const size_t len = 1u << 20;
     const uint64_t tag = 0x5E17;
     std::vector<uint8_t> buf(len);
+    ShortTimeout st;
+    ASSERT_NE(st.t, nullptr);
     if (sender) {
         MpiExpectLog("timed out");
         MpiExpectLog("gave up on a send to rank " + std::to_string(peer));
-        const char *old = getenv("ZAP_TIMEOUT");
-        std::string saved = old ? old : "";
-        setenv("ZAP_TIMEOUT", "0.3", 1);
         fill(buf.data(), len, seed_of(rank(), peer, tag, len));
         double t0 = zap_clock_now();
-        EXPECT_EQ(zap_transport_send(t_, peer, tag, buf.data(), len), ZAP_ERR_TIMED_OUT);
+        EXPECT_EQ(zap_transport_send(st.t, peer, tag, buf.data(), len), ZAP_ERR_TIMED_OUT);
         double took = zap_clock_now() - t0;
         EXPECT_GE(took, 0.25);
         EXPECT_LT(took, 5.0);
-        if (old)
-            setenv("ZAP_TIMEOUT", saved.c_str(), 1);
-        else
-            unsetenv("ZAP_TIMEOUT");
         EXPECT_TRUE(MpiLogSeen("a send to peer rank " + std::to_string(peer))) << MpiLogText();
     }
     MPI_Barrier(MPI_COMM_WORLD);
@@ -459,14 +502,14 @@ TEST_F(Ucp, BlockingSendGivesUpAfterTheTimeoutNamingThePeer)
     char ack = 'k';
     if (sender) {
         char got = 0;
-        ASSERT_EQ(zap_transport_recv(t_, peer, tag + 1, &got, 1, nullptr), ZAP_OK);
+        ASSERT_EQ(zap_transport_recv(st.t, peer, tag + 1, &got, 1, nullptr), ZAP_OK);
         EXPECT_EQ(got, 'k');
     } else {
         size_t got = 0;
-        ASSERT_EQ(zap_transport_recv(t_, peer, tag, buf.data(), len, &got), ZAP_OK);
+        ASSERT_EQ(zap_transport_recv(st.t, peer, tag, buf.data(), len, &got), ZAP_OK);
         EXPECT_EQ(got, len);
         EXPECT_EQ(first_bad(buf.data(), len, seed_of(peer, rank(), tag, len)), -1);
-        ASSERT_EQ(zap_transport_send(t_, peer, tag + 1, &ack, 1), ZAP_OK);
+        ASSERT_EQ(zap_transport_send(st.t, peer, tag + 1, &ack, 1), ZAP_OK);
     }
 }
 

@@ -384,7 +384,7 @@ static void send_notices(ucp_transport_t *u)
     for (int i = 0; i < n; i++)
         if (i != u->base.rank && !u->peers[i].failed && peer_ep(u, i, &eps[i]) != ZAP_OK)
             eps[i] = NULL;
-    double wait = zap_timeout_seconds() < 0.2 ? zap_timeout_seconds() : 0.2;
+    double wait = u->base.timeout_s < 0.2 ? u->base.timeout_s : 0.2;
     zap_ucp_notice_send(u->w.worker, &u->notice, u->base.rank, u->first_failed, eps, n, zap_clock_now() + wait);
     free(eps);
 }
@@ -662,7 +662,7 @@ static ucs_status_t poll_inline(ucp_transport_t *u, void *req, zap_request_kind_
             else if (atomic_load(&u->base.closed))
                 why = ZAP_ERR_CANCELED;
             else if (batch_end && deadline == 0)
-                deadline = zap_clock_now() + zap_timeout_seconds();
+                deadline = zap_clock_now() + u->base.timeout_s;
             else if (batch_end && zap_clock_now() > deadline)
                 why = ZAP_ERR_TIMED_OUT;
             if (why != ZAP_OK) {
@@ -670,7 +670,7 @@ static ucs_status_t poll_inline(ucp_transport_t *u, void *req, zap_request_kind_
                  * is arriving finishes first, for up to ZAP_TIMEOUT more.
                  * UCX cannot cancel a send: one to a failed peer ends with
                  * its endpoint (handle_failures), one timed out is left. */
-                deadline = zap_clock_now() + zap_timeout_seconds();
+                deadline = zap_clock_now() + u->base.timeout_s;
                 if (kind == ZAP_REQ_SEND && why == ZAP_ERR_TIMED_OUT)
                     goto give_up;
                 if (kind == ZAP_REQ_RECV) {
@@ -822,7 +822,7 @@ static zap_status_t ucp_probe(zap_transport_t *t, int peer, uint64_t tag, double
             st = ZAP_ERR_PEER_FAILED;
         } else if ((++n & 63) == 0 && zap_clock_now() > deadline) {
             zap_error("ucp: rank %d timed out after %.1f s waiting for a message from rank %d (tag 0x%llx)",
-                      t->rank, zap_timeout_seconds(), peer, (unsigned long long)tag);
+                      t->rank, t->timeout_s, peer, (unsigned long long)tag);
             st = ZAP_ERR_TIMED_OUT;
         } else if ((n & 63) == 0) {
             /* Let other threads at the worker now and then. */
@@ -912,7 +912,7 @@ static void ucp_request_free_op(zap_request_t *req)
     if (r->ucx != NULL) {
         /* UCX cannot cancel a send: progress until the peer takes it, for at
          * most ZAP_TIMEOUT, then leave it to finish in the background. */
-        double deadline = zap_clock_now() + zap_timeout_seconds();
+        double deadline = zap_clock_now() + u->base.timeout_s;
         unsigned n = 0;
         while (r->ucx != NULL && !((++n & 63) == 0 && zap_clock_now() > deadline))
             progress_locked(u);
@@ -1027,7 +1027,7 @@ static void quiesce(ucp_transport_t *u, double deadline)
          * closed; only the deadline ends the wait. */
         if (!done && zap_clock_now() > deadline) {
             zap_warn("ucp: rank %d: not every rank reached close within %.1f s; closing anyway", u->base.rank,
-                     zap_timeout_seconds());
+                     u->base.timeout_s);
             /* The barrier request is left behind (MPI forbids freeing a
              * pending collective), and so is the communicator it uses. */
             u->w.comm = MPI_COMM_NULL;
@@ -1042,7 +1042,7 @@ static void ucp_close(zap_transport_t *t)
     if (atomic_exchange(&t->closed, true))
         return;
     spin_lock(&u->lock);
-    double deadline = zap_clock_now() + zap_timeout_seconds();
+    double deadline = zap_clock_now() + u->base.timeout_s;
     /* Pending receives are cancelled first, so that peers leaving after the
      * barrier cannot turn them into failures; pending sends end with their
      * endpoints, which UCX completes as cancelled. */
@@ -1113,13 +1113,19 @@ static const zap_transport_ops_t ucp_ops = {
 
 zap_status_t zap_ucp_transport_create(MPI_Comm comm, zap_pool_t *pool, zap_transport_t **t_p)
 {
+    return zap_ucp_transport_create_ex(comm, pool, NULL, t_p);
+}
+
+zap_status_t zap_ucp_transport_create_ex(MPI_Comm comm, zap_pool_t *pool, const zap_transport_params_t *params,
+                                         zap_transport_t **t_p)
+{
     if (t_p == NULL)
         return ZAP_ERR_INVALID_PARAM;
     int staging = 0;
     double timeout = 0;
     zap_status_t st = zap_cfg_get_choice(ZAP_CFG_UCP_STAGING, &staging);
     if (st == ZAP_OK)
-        st = zap_cfg_get_seconds(ZAP_CFG_TIMEOUT, &timeout);
+        st = zap_transport_params_timeout(params, &timeout);
     /* Settings are per process but every rank reads the same environment
      * under mpirun; a rank that fails here fails the agreement below. */
     ucp_transport_t *u = calloc(1, sizeof(*u));
@@ -1145,7 +1151,7 @@ zap_status_t zap_ucp_transport_create(MPI_Comm comm, zap_pool_t *pool, zap_trans
         free(u);
         return (zap_status_t)all;
     }
-    st = zap_ucp_worker_init(&u->w, comm);
+    st = zap_ucp_worker_init(&u->w, comm, timeout);
     if (st != ZAP_OK) {
         free(u);
         return st;
@@ -1191,6 +1197,7 @@ zap_status_t zap_ucp_transport_create(MPI_Comm comm, zap_pool_t *pool, zap_trans
     }
     u->pool_kind = zap_pool_kind(pool);
     zap_transport_base_init(&u->base, &ucp_ops, u->w.rank, u->w.size, pool, owns_pool);
+    u->base.timeout_s = timeout;
     *t_p = &u->base;
     return ZAP_OK;
 }
