@@ -71,6 +71,29 @@ static int env_yes(const char *name)
                          strcmp(v, "1") == 0);
 }
 
+/* Whether UCX_TLS lets UCX use posix or sysv shared memory (the "mm"
+ * transports): unset or "all", a list naming one of them or an alias that
+ * contains them, or an exclusion list ("^...") that leaves one of them in. A
+ * setting UCX never applies draws a warning from it, so it is set only then. */
+static int mm_allowed(void)
+{
+    const char *tls = getenv("UCX_TLS");
+    if (tls == NULL || tls[0] == '\0' || strcmp(tls, "all") == 0)
+        return 1;
+    int exclude = tls[0] == '^';
+    int alias = 0, posix = 0, sysv = 0;
+    char buf[256];
+    snprintf(buf, sizeof(buf), "%s", tls + exclude);
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t != NULL; t = strtok_r(NULL, ",", &save)) {
+        alias |= strcmp(t, "sm") == 0 || strcmp(t, "shm") == 0 || strcmp(t, "mm") == 0;
+        posix |= strcmp(t, "posix") == 0;
+        sysv |= strcmp(t, "sysv") == 0;
+    }
+    if (exclude)
+        return !alias && !(posix && sysv);
+    return alias || posix || sysv;
+}
+
 /* Shared-memory peer failure detection (ucp_worker.h says why): on unless
  * the user chose for UCX. Returns whether same-host endpoints can ask for it. */
 static int configure_peer_errors(zap_ucp_worker_t *w, ucp_config_t *config, double timeout_s)
@@ -82,6 +105,8 @@ static int configure_peer_errors(zap_ucp_worker_t *w, ucp_config_t *config, doub
         chosen |= env_set(user[i]);
         yes |= env_yes(user[i]);
     }
+    if (!chosen && !mm_allowed())
+        return 1; /* same-host traffic goes over a network transport, which has it */
     if (!chosen) {
         ucs_status_t s = ucp_config_modify(config, "MM_ERROR_HANDLING", "y");
         if (s != UCS_OK) {

@@ -32,10 +32,11 @@ typedef struct zap_ucp_worker {
  * it an endpoint asking for peer error handling finds no shared-memory
  * transport, and UCX prints an ERROR line and refuses (only shared memory
  * allowed) or carries same-host traffic over TCP (every transport allowed).
- * So unless the user set UCX_MM_ERROR_HANDLING (or UCX_POSIX_/UCX_SYSV_...)
- * the context asks for it, and unless UCX_KEEPALIVE_INTERVAL is set, for a
- * keepalive round every timeout_s / 4, between 0.1 and 1 s, so a dead peer on
- * this host is seen well inside the timeout. */
+ * So where UCX_TLS allows posix or sysv, unless the user set
+ * UCX_MM_ERROR_HANDLING (or UCX_POSIX_/UCX_SYSV_...), the context asks for
+ * it, and unless UCX_KEEPALIVE_INTERVAL is set, for a keepalive round every
+ * timeout_s / 4, between 0.1 and 1 s, so a dead peer on this host is seen
+ * well inside the timeout. */
 zap_status_t zap_ucp_worker_init(zap_ucp_worker_t *w, MPI_Comm comm, double timeout_s);
 
 /* Connects to peer's worker. With peer_errors, asks for UCX peer error
@@ -48,8 +49,7 @@ zap_status_t zap_ucp_ep_create(zap_ucp_worker_t *w, int peer, int peer_errors, u
 
 /* Whether to ask UCX for peer error handling on the endpoint to peer: never
  * for this rank itself; for a peer on another host, yes; for a peer on this
- * host, when shared memory can give it (same_host_errors: zap_ucp_worker_init
- * enabled it, or the user did). */
+ * host, unless the user turned shared memory's off (same_host_errors). */
 int zap_ucp_want_peer_errors(const zap_ucp_worker_t *w, int peer);
 
 /* Progresses the worker until req (a status pointer from a UCP call) is done
