@@ -428,16 +428,17 @@ static void handle_failures(ucp_transport_t *u)
         send_notices(u);
 }
 
-static inline void progress_locked(ucp_transport_t *u)
+/* Now and then (every 4096 progress calls, at most every 50 ms) look for
+ * failure notices: a rank waiting on a peer whose death UCX has not reported
+ * (a connection still being retried) learns it from the rank that noticed.
+ * The probe walks UCX's whole unexpected queue (its source bits are masked),
+ * long with thousands of messages in flight: hence the time limit too. n
+ * progress calls were just made. */
+static inline void count_polls(ucp_transport_t *u, unsigned n)
 {
-    ucp_worker_progress(u->w.worker);
-    /* Now and then (every 4096 progress calls, at most every 50 ms) look for
-     * failure notices: a rank waiting on a peer whose death UCX has not
-     * reported (a connection still being retried) learns it from the rank
-     * that noticed. The probe walks UCX's whole unexpected queue (its source
-     * bits are masked), long with thousands of messages in flight: hence the
-     * time limit too. */
-    if ((++u->polls & 4095) == 0 && !u->closing) {
+    unsigned before = u->polls;
+    u->polls = before + n;
+    if (((before ^ u->polls) & ~4095u) != 0 && !u->closing) {
         double now = zap_clock_now();
         if (now - u->notice_probed > 0.05) {
             u->notice_probed = now;
@@ -446,6 +447,12 @@ static inline void progress_locked(ucp_transport_t *u)
         }
     }
     handle_failures(u);
+}
+
+static inline void progress_locked(ucp_transport_t *u)
+{
+    ucp_worker_progress(u->w.worker);
+    count_polls(u, 1);
 }
 
 /* ---- posting ------------------------------------------------------------ */
@@ -645,11 +652,24 @@ static inline zap_status_t known_ep(ucp_transport_t *u, int peer, ucp_ep_h *ep_p
 static ucs_status_t poll_inline(ucp_transport_t *u, void *req, zap_request_kind_t kind, int peer, uint64_t tag,
                                 size_t cap, ucp_tag_recv_info_t *info_p, int want_len, zap_status_t *why_p)
 {
-    double deadline = 0;       /* read from the clock after the first batch */
-    zap_status_t why = ZAP_OK; /* set once the wait is being ended */
-    unsigned n = 0;
+    /* The first batch polls exactly as a bare UCP program does: nothing in
+     * the loop but UCX's two calls, so the request and the worker stay in
+     * registers and no bookkeeping runs between a message's arrival and its
+     * return. Most small messages end here; what progress_locked does per
+     * poll (failures UCX reported, the notice probe) is done once after. A
+     * thread waiting for the lock waits up to one batch. */
+    ucp_worker_h worker = u->w.worker;
     ucs_status_t s;
-    while ((s = ucp_request_check_status(req)) == UCS_INPROGRESS) {
+    unsigned n = 0;
+    while ((s = ucp_request_check_status(req)) == UCS_INPROGRESS && n < POLL_BATCH) {
+        ucp_worker_progress(worker);
+        n++;
+    }
+    count_polls(u, n);
+    double deadline = 0;       /* read from the clock at the first batch end */
+    zap_status_t why = ZAP_OK; /* set once the wait is being ended */
+    n = POLL_BATCH - 1;        /* the first turn below ends that batch */
+    while (s == UCS_INPROGRESS && (s = ucp_request_check_status(req)) == UCS_INPROGRESS) {
         progress_locked(u);
         int contended = spin_contended(&u->lock);
         int batch_end = (++n % POLL_BATCH) == 0;
