@@ -334,11 +334,11 @@ extern char **environ;
 
 /* Names read elsewhere that are not settings of the table: the UCX plugin's
  * own switches, test and benchmark hooks, and the scripts' knobs
- * (the shell scripts: build directory, rank count, GPU sweep). */
+ * (the shell scripts: build directory, rank count). */
 static int is_known_extra(const char *name)
 {
     static const char *const extra[] = {"ZAP_UCX_PLUGIN", "ZAP_TEST_", "ZAP_BENCH_", "ZAP_BUILD_", "ZAP_FAULTS_", "ZAP_SOAK_",
-                                        "ZAP_RANKS", "ZAP_SWEEP_", "ZAP_CTEST_", "ZAP_ED25519_"};
+                                        "ZAP_RANKS", "ZAP_ED25519_"};
     for (size_t i = 0; i < sizeof(extra) / sizeof(extra[0]); i++) {
         if (strncmp(name, extra[i], strlen(extra[i])) == 0)
             return 1;
