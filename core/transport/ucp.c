@@ -465,10 +465,10 @@ static zap_status_t peer_ep(ucp_transport_t *u, int peer, ucp_ep_h *ep_p)
         return ZAP_ERR_PEER_FAILED;
     }
     if (p->ep == NULL) {
-        /* Peer error handling where UCX offers it; the self endpoint never
-         * needs it. UCX 1.13's shared memory has none (UCX prints one error
-         * line saying so): dead peers then show up as timeouts. Same-host
-         * peers ask only when UCX_TLS was chosen (ucp_worker.h says why). */
+        /* Peer error handling for every other rank (ucp_worker.h says when
+         * shared memory offers it). Where UCX still has no transport that
+         * can give it, it says so once and dead peers show up as timeouts;
+         * the self endpoint never needs it. */
         int want = !atomic_load(&no_peer_errors) && zap_ucp_want_peer_errors(&u->w, peer);
         zap_status_t st = zap_ucp_ep_create(&u->w, peer, want, peer_error_cb, p, &p->ep);
         if (st == ZAP_ERR_UNSUPPORTED) {
