@@ -147,7 +147,8 @@ struct ucp_transport {
 static const zap_transport_ops_t ucp_ops;
 
 /* Set once UCX has said it cannot detect peer failure on the transports in
- * use (UCX 1.13 shared memory). UCX_TLS is per process, so is this. */
+ * use (shared memory with UCX_MM_ERROR_HANDLING=n and nothing else allowed,
+ * say). UCX_TLS is per process, so is this. */
 static atomic_int no_peer_errors;
 
 static ucp_transport_t *ucp_of(zap_transport_t *t) { return (ucp_transport_t *)t; }
