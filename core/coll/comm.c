@@ -16,6 +16,7 @@
 #include "coll/shm/shm.h"
 #include "transport/checksum.h"
 #include "coll/reduce/reduce.h"
+#include "cuda_coll.h"
 #include "coll/patterns/patterns.h"
 #include "base/config_table.h"
 #include "base/log.h"

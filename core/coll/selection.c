@@ -1,6 +1,7 @@
 /* The public view of the selection rows and the shared matching helper. */
 #include "coll/selection.h"
 #include "coll/reduce/reduce.h"
+#include "cuda_coll.h"
 #include <string.h>
 
 const char *zap_coll_select_row(const zap_coll_selection_row_t *rows, size_t nrows, size_t bytes, int ranks)

@@ -1,6 +1,6 @@
-// GPU parts of the collectives on a real device: the cuda/reduce kernels
+// GPU parts of the collectives on a real device: the cuda/coll kernels
 // against the CPU loops bit for bit, and the GPU-resident path
-// (core/coll/staging) over the in-process transport, whose ranks are threads
+// (core/coll/gpu) over the in-process transport, whose ranks are threads
 // of one process sharing one GPU, against a CPU reduction in the same rank
 // order. Every case skips, saying why, where there is no CUDA device.
 #include <gtest/gtest.h>
@@ -11,8 +11,8 @@
 #include "coll/coll_harness.h"
 extern "C" {
 #include "coll/reduce/reduce.h"
-#include "coll/staging/stage.h"
-#include "coll/staging/stage_gpu.h"
+#include "coll/gpu/gpu.h"
+#include "cuda_coll.h"
 }
 #ifdef ZAP_TEST_HAVE_CUDA
 #include <cuda_runtime.h>

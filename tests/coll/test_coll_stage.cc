@@ -1,4 +1,4 @@
-// The GPU-resident path's protocol (core/coll/staging: rounds, decisions,
+// The GPU-resident path's protocol (core/coll/gpu: rounds, decisions,
 // fallbacks, segment arithmetic, reduction order) on any machine: the device
 // side is replaced by a host-memory stand-in (stage_fake.c), so these cases
 // run where there is no GPU. test_coll_gpu runs the real device side.
@@ -10,7 +10,7 @@
 #include "coll/stage_fake.h"
 extern "C" {
 #include "coll/reduce/reduce.h"
-#include "coll/staging/stage.h"
+#include "coll/gpu/gpu.h"
 }
 
 using namespace colltest;

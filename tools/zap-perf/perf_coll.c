@@ -24,7 +24,7 @@
  * host-staging copy bandwidth (cudaMemcpy device to pinned host, same bytes),
  * the yardstick for GPU-resident collectives; MPI runs on host and managed
  * buffers only unless --mpi-device. The alg column reads "gpu" when zap's
- * calls took the GPU-resident path (core/coll/staging; counted, not assumed),
+ * calls took the GPU-resident path (core/coll/gpu; counted, not assumed),
  * "gpu+host" when some of them fell back to the host algorithms. */
 #include <mpi.h>
 #include <stdio.h>
@@ -33,7 +33,7 @@
 #include "perf_common.h"
 #include "zap/coll.h"
 #include "zap/ucp.h"
-#include "coll/staging/stage.h"
+#include "coll/gpu/gpu.h"
 #ifdef ZAP_PERF_HAVE_CUDA
 #include <cuda_runtime.h>
 #endif
@@ -470,7 +470,7 @@ int perf_coll_main(int argc, char **argv)
             long reps = o.reps ? o.reps : 1;
             ctx_t c = {IMPL_ZAP, op, comm, &b, count, o.root};
             result_t z = {0}, m = {0};
-            uint64_t gpu0, fb0, gpu1, fb1; /* GPU-resident path (core/coll/staging): did zap's calls take it? */
+            uint64_t gpu0, fb0, gpu1, fb1; /* GPU-resident path (core/coll/gpu): did zap's calls take it? */
             zap_stage_counts(&gpu0, &fb0);
             measure(&c, iters, warmup, reps, &z);
             zap_stage_counts(&gpu1, &fb1);

@@ -38,7 +38,7 @@
 #include "coll/reduce/reduce.h"
 #include "coll/selection.h"
 #include "coll/shm/shm.h"
-#include "coll/staging/stage.h"
+#include "coll/gpu/gpu.h"
 #include "base/config_table.h"
 #include "base/log.h"
 #include <stdint.h>
@@ -167,7 +167,7 @@ static zap_status_t post(zap_comm_t *comm, const void *sendbuf, void *recvbuf, s
     } else {
         const void *src = sendbuf == ZAP_IN_PLACE ? recvbuf : sendbuf;
         op->mem = zap_coll_mem_kind(comm, recvbuf, count * esize);
-        /* GPU-resident path (staging/stage.h); not under direct, whose
+        /* GPU-resident path (gpu/gpu.h); not under direct, whose
          * header rides its data like rd's. */
         /* The GPU path's vote also covers the large shared-memory form (GPU
          * data of 64 KiB and more moves GPU to GPU instead); it falls back to

@@ -18,7 +18,7 @@
 #include "coll/coll_impl.h"
 #include "coll/selection.h"
 #include "coll/shm/shm.h"
-#include "coll/staging/stage.h"
+#include "coll/gpu/gpu.h"
 #include "base/config_table.h"
 #include "base/log.h"
 #include <stdint.h>
@@ -109,7 +109,7 @@ zap_status_t zap_ibcast(zap_comm_t *comm, void *buf, size_t count, zap_dtype_t d
      * the allreduce's rd, which the GPU path leaves alone. */
     bool small_shm = alg == ZAP_BC_SHM && count * esize <= ZAP_COLL_SHM_PAYLOAD;
     bool staged = local == ZAP_OK && alg != ZAP_BC_RD && !small_shm &&
-                  zap_stage_wanted(op, count * esize); /* GPU-resident path, staging/stage.h */
+                  zap_stage_wanted(op, count * esize); /* GPU-resident path, gpu/gpu.h */
     zap_coll_hdr_init(op, count, dt, ZAP_OP_SUM, root, 0, local != ZAP_OK);
     if (local != ZAP_OK) {
         zap_coll_op_fail_local(op, local);

@@ -1,14 +1,14 @@
-/* The small-message exchanges of the GPU-resident path (stage_round.c): each
+/* The small-message exchanges of the GPU-resident path (gpu_round.c): each
  * round every rank sends one message to every other and receives one from
  * each, so every rank sees every rank's flags and ends a round with the same
- * decision. Used by stage_allreduce.c and stage_bcast.c. */
-#ifndef ZAP_COLL_STAGE_ROUND_H
-#define ZAP_COLL_STAGE_ROUND_H
+ * decision. Used by gpu_allreduce.c and gpu_bcast.c. */
+#ifndef ZAP_COLL_GPU_ROUND_H
+#define ZAP_COLL_GPU_ROUND_H
 #include <stddef.h>
 #include <stdint.h>
 #include "coll/coll_impl.h"
-#include "coll/staging/stage.h"
-#include "coll/staging/stage_gpu.h"
+#include "coll/gpu/gpu.h"
+#include "cuda_coll.h"
 
 enum {
     ZAP_STAGE_CAN = 1u << 0, /* round 1: GPU-resident buffer, a slot, the work so far done */

@@ -1,4 +1,4 @@
-/* Allreduce on the GPU-resident path (see stage.h for the choice and the
+/* Allreduce on the GPU-resident path (see gpu.h for the choice and the
  * fallback). p ranks, each with a staging slot laid out as
  *   D: the rank's input (count elements), A: its result segment, B: an
  *   incoming segment (A and B ceil(count / p) elements each).
@@ -13,9 +13,9 @@
  *   round 3: every rank is done reading its peers' slots, which may then be
  *      reused.
  * Data moves by the copy engines (cudaMemcpyAsync, peer copies over NVLink or
- * PCIe) and the cuda/reduce kernels, all on the slot's stream; the progress
+ * PCIe) and the cuda/coll kernels, all on the slot's stream; the progress
  * function only polls an event, so several collectives can be outstanding. */
-#include "coll/staging/stage_round.h"
+#include "coll/gpu/gpu_round.h"
 #include "coll/reduce/reduce.h"
 #include "base/log.h"
 #include <string.h>

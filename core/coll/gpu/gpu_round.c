@@ -1,5 +1,5 @@
-/* The GPU-resident path's choice and its exchanges (stage_round.h). */
-#include "coll/staging/stage_round.h"
+/* The GPU-resident path's choice and its exchanges (gpu_round.h). */
+#include "coll/gpu/gpu_round.h"
 #include "base/config_table.h"
 #include "base/log.h"
 #include <stdatomic.h>

@@ -1,11 +1,11 @@
-/* Broadcast on the GPU-resident path (see stage.h for the choice and the
+/* Broadcast on the GPU-resident path (see gpu.h for the choice and the
  * fallback). The root copies its buffer into its staging slot; round 1: every
  * rank says it can take part (the root shows its slot's handle); every other
  * rank copies the root's slot into its own buffer (a peer copy); round 2:
  * every rank says its copy succeeded, after which the root may reuse its
  * slot. Should any copy fail, all ranks run the host algorithm, which
  * rewrites every non-root buffer from the root's untouched one. */
-#include "coll/staging/stage_round.h"
+#include "coll/gpu/gpu_round.h"
 #include "coll/reduce/reduce.h"
 #include "base/log.h"
 #include <string.h>

@@ -1,7 +1,7 @@
 /* The GPU-resident collective path: allreduce and broadcast on managed or
  * device buffers of ranks that share a host, moved by the GPUs' copy engines
  * (peer copies over NVLink or PCIe between the ranks' staging slots, which
- * are cudaMalloc'd and exported with CUDA IPC) and reduced by the cuda/reduce
+ * are cudaMalloc'd and exported with CUDA IPC) and reduced by the cuda/coll
  * kernels, instead of through the host transport page by page. The transport
  * carries only small messages: the slots' handles and readiness.
  *
@@ -23,8 +23,8 @@
  *
  * Determinism: segment q of an allreduce is reduced by rank q alone, in rank
  * order 0, 1, ..., p-1, and copied byte for byte to every rank. */
-#ifndef ZAP_COLL_STAGE_H
-#define ZAP_COLL_STAGE_H
+#ifndef ZAP_COLL_GPU_H
+#define ZAP_COLL_GPU_H
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
