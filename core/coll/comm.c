@@ -88,6 +88,10 @@ static bool local_oversubscribed(const zap_coll_settings_t *set)
  * needed where no segment can exist and the oversubscription is known. */
 static zap_status_t setup(zap_comm_t *comm, bool now)
 {
+    if (comm->size == 1 && !comm->oversubscribed_known) { /* agreed with itself */
+        comm->oversubscribed = local_oversubscribed(&comm->set);
+        comm->oversubscribed_known = true;
+    }
     zap_transport_caps_t caps;
     const zap_transport_t *base = comm->unwrapped != NULL ? comm->unwrapped : comm->t;
     bool segment = comm->size >= 2 && zap_transport_caps((zap_transport_t *)base, &caps) == ZAP_OK &&

@@ -41,6 +41,16 @@ typedef enum zap_coll_setup_state {
     ZAP_COLL_SETUP_FAILED
 } zap_coll_setup_state_t;
 
+/* The candidates of a collective's last call (engine/select.c): its
+ * predicates follow from the bytes once the communicator is set up, so a
+ * call of the same size reuses them instead of reading the table again. */
+typedef struct zap_coll_cands_memo {
+    size_t bytes;
+    uint8_t n;     /* 0: nothing remembered */
+    uint8_t votes; /* some candidate votes */
+    uint8_t cand[8];
+} zap_coll_cands_memo_t;
+
 struct zap_comm {
     zap_transport_t *t;
     int rank, size;
@@ -62,6 +72,7 @@ struct zap_comm {
     zap_coll_setup_state_t setup;
     zap_status_t setup_status;   /* ZAP_COLL_SETUP_FAILED: why */
     zap_coll_settings_t set;
+    zap_coll_cands_memo_t memo[ZAP_COLL_KIND_MAX];
 };
 
 /* The context's top bit is set for ids zap assigns itself (zap_comm_create,

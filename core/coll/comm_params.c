@@ -176,8 +176,10 @@ zap_status_t zap_coll_test_force(zap_comm_t *comm, const char *collective, const
 {
     for (int d = 0; comm != NULL && collective != NULL && name != NULL && d < zap_coll_ndescs; d++) {
         const zap_coll_desc_t *desc = zap_coll_descs[d];
-        if (strcmp(desc->name, collective) == 0)
+        if (strcmp(desc->name, collective) == 0) {
+            comm->memo[desc->kind].n = 0; /* the candidates change with the setting */
             return apply_alg(desc, name, "(test hook)", &comm->set.alg[desc->kind]);
+        }
     }
     return ZAP_ERR_INVALID_PARAM;
 }

@@ -96,6 +96,7 @@ static zap_status_t finish(zap_coll_op_t *op, setup_t *s)
         c->shm_bytes = zap_coll_shm_bytes(c->shm);
     }
     zap_coll_shm_unmap(&s->map); /* not adopted: no segment (adopted: nothing left to unmap) */
+    memset(c->memo, 0, sizeof(c->memo)); /* the calls' predicates read what was just agreed */
     return st;
 }
 

@@ -270,6 +270,15 @@ ZAP_API int zap_comm_rank(const zap_comm_t *comm);
 ZAP_API int zap_comm_size(const zap_comm_t *comm);
 ZAP_API zap_transport_t *zap_comm_transport(const zap_comm_t *comm);
 
+/* Drives comm's transport and advances every outstanding operation of comm
+ * (what testing or waiting on one of its requests does, without a request).
+ * A wait advances only its own communicator's operations: a program with
+ * operations outstanding on several communicators whose ranks depend on
+ * each other's progress (an MPI layer's progress function, say) calls this
+ * for each while it waits. Never blocks. Returns ZAP_OK, or
+ * ZAP_ERR_INVALID_PARAM for a NULL comm. */
+ZAP_API zap_status_t zap_comm_progress(zap_comm_t *comm);
+
 /* Fills the fields of *attr that attr->field_mask asks for (the other fields
  * are left as they are). Local, never blocks, thread-safe as the
  * communicator is. Returns ZAP_OK; ZAP_ERR_INVALID_PARAM for NULL arguments. */

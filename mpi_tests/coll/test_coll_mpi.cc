@@ -10,10 +10,12 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
+#include <unistd.h>
 #include "mpi_harness.h"
 extern "C" {
 #include "zap/coll.h"
@@ -709,6 +711,183 @@ TEST_F(CollMpi, SharedMemoryMismatchAcrossTheSizeBound)
     EXPECT_EQ(zap_allreduce(comm_, huge.data(), hout.data(), count, ZAP_DT_INT32, ZAP_OP_SUM), ZAP_ERR_MISMATCH);
     EXPECT_EQ(zap_allreduce(comm_, in.data(), out.data(), 30000, ZAP_DT_INT32, ZAP_OP_SUM), ZAP_OK);
     EXPECT_EQ(out[29999], size);
+}
+
+// --- group communicators -------------------------------------------------
+
+// Resident memory of this process in KiB.
+long rss_kib()
+{
+    long pages = 0, resident = 0;
+    FILE *f = std::fopen("/proc/self/statm", "r");
+    if (f == nullptr)
+        return 0;
+    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2)
+        resident = 0;
+    std::fclose(f);
+    return resident * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+// The ranks of the world with the given parity, in order.
+std::vector<int> parity_ranks(int parity)
+{
+    std::vector<int> v;
+    for (int r = parity; r < MpiSize(); r += 2)
+        v.push_back(r);
+    return v;
+}
+
+// Even and odd ranks each make their own communicator, with the ids the test
+// gives, without the other ranks taking part; their first allreduce sets it up
+// (a shared segment: every rank of these runs is on one host), and the sums
+// match MPI's on the same groups.
+TEST_F(CollMpi, GroupsAreMadeByTheirMembersAlone)
+{
+    int rank = MpiRank();
+    std::vector<int> mine = parity_ranks(rank % 2);
+    zap_comm_t *g = nullptr;
+    ASSERT_EQ(zap_comm_create_group(t_, mine.data(), (int)mine.size(), 1000 + (uint32_t)(rank % 2), nullptr, &g),
+              ZAP_OK);
+    zap_comm_attr_t a = query(g, ZAP_COMM_ATTR_SET_UP | ZAP_COMM_ATTR_CONTEXT | ZAP_COMM_ATTR_SIZE);
+    EXPECT_EQ(a.set_up, (int)mine.size() < 2) << "a group of processes sets up with its first allreduce";
+    EXPECT_EQ(a.context_id, 1000u + (uint32_t)(rank % 2));
+    EXPECT_EQ(a.context_by_zap, 0);
+    EXPECT_EQ(a.size, (int)mine.size());
+    int64_t x = 3 * rank + 1, y = 0, ref = 0;
+    ASSERT_EQ(zap_allreduce(g, &x, &y, 1, ZAP_DT_INT64, ZAP_OP_SUM), ZAP_OK);
+    MPI_Comm half;
+    MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &half);
+    MPI_Allreduce(&x, &ref, 1, MPI_INT64_T, MPI_SUM, half);
+    MPI_Comm_free(&half);
+    EXPECT_EQ(y, ref);
+    EXPECT_EQ(query(g, ZAP_COMM_ATTR_SET_UP).set_up, 1);
+    EXPECT_EQ(shared_memory(g), mine.size() > 1);
+    std::vector<int32_t> big(300000, rank), b(300000, rank == mine[0] ? 9 : 0);
+    ASSERT_EQ(zap_bcast(g, b.data(), b.size(), ZAP_DT_INT32, 0), ZAP_OK);
+    EXPECT_EQ(b[299999], 9);
+    zap_comm_destroy(g);
+}
+
+// 2,000 group communicators made and destroyed in turn over one transport,
+// then 200 with an allreduce each (their setup, segment included): every
+// result right and the process's memory where it was.
+TEST_F(CollMpi, TwoThousandGroupsCreatedAndDestroyedKeepMemoryFlat)
+{
+    int p = MpiSize();
+    std::vector<int> all(p);
+    for (int r = 0; r < p; r++)
+        all[r] = r;
+    auto cycles = [&](uint32_t from, uint32_t n, bool call) {
+        for (uint32_t i = from; i < from + n; i++) {
+            zap_comm_t *g = nullptr;
+            ASSERT_EQ(zap_comm_create_group(t_, all.data(), p, i, nullptr, &g), ZAP_OK) << i;
+            if (call) {
+                uint64_t x = 1, y = 0;
+                ASSERT_EQ(zap_allreduce(g, &x, &y, 1, ZAP_DT_UINT64, ZAP_OP_SUM), ZAP_OK) << i;
+                ASSERT_EQ(y, (uint64_t)p) << i;
+            }
+            zap_comm_destroy(g);
+        }
+    };
+    cycles(0, 100, true); // warm
+    long before = rss_kib();
+    double t0 = MPI_Wtime();
+    cycles(100, 2000, false);
+    double t1 = MPI_Wtime();
+    cycles(2100, 200, true);
+    long grown = rss_kib() - before;
+    EXPECT_LT(grown, 4096) << "KiB grown over 2200 cycles";
+    if (MpiRank() == 0)
+        std::printf("group communicators: %.2f us per create+destroy (2000 cycles, %d ranks)\n",
+                    (t1 - t0) * 1e6 / 2000, p);
+}
+
+// Overlapping group communicators (the whole world twice, with different
+// ids, and two shifted halves), their allreduces posted in a different
+// interleaving on every rank and driven together until all are done.
+TEST_F(CollMpi, OverlappingGroupsInterleaved)
+{
+    int rank = MpiRank(), p = MpiSize();
+    std::vector<std::vector<int>> groups(4);
+    for (int r = 0; r < p; r++) {
+        groups[0].push_back(r);
+        groups[1].push_back(p - 1 - r);
+        if (r < p - 1 || p == 1)
+            groups[2].push_back(r);
+        if (r > 0 || p == 1)
+            groups[3].push_back(r);
+    }
+    std::vector<zap_comm_t *> c(groups.size(), nullptr);
+    for (size_t k = 0; k < groups.size(); k++)
+        for (int m : groups[k])
+            if (m == rank) {
+                ASSERT_EQ(zap_comm_create_group(t_, groups[k].data(), (int)groups[k].size(), 2000 + (uint32_t)k,
+                                                nullptr, &c[k]),
+                          ZAP_OK);
+            }
+    std::vector<int64_t> in(groups.size()), out(groups.size(), -1);
+    std::vector<zap_request_t *> req(groups.size(), nullptr);
+    for (size_t i = 0; i < groups.size(); i++) {
+        size_t k = (i + (size_t)rank) % groups.size();
+        if (c[k] == nullptr)
+            continue;
+        in[k] = 100 * (int64_t)k + rank;
+        ASSERT_EQ(zap_iallreduce(c[k], &in[k], &out[k], 1, ZAP_DT_INT64, ZAP_OP_SUM, &req[k]), ZAP_OK);
+    }
+    for (bool pending = true; pending;) {
+        pending = false;
+        for (size_t k = 0; k < groups.size(); k++) {
+            if (req[k] == nullptr)
+                continue;
+            int done = 0;
+            EXPECT_EQ(zap_request_test(req[k], &done), ZAP_OK) << k;
+            if (done) {
+                zap_request_free(req[k]);
+                req[k] = nullptr;
+            } else {
+                pending = true;
+                for (auto *x : c)
+                    if (x != nullptr)
+                        (void)zap_comm_progress(x);
+            }
+        }
+    }
+    for (size_t k = 0; k < groups.size(); k++) {
+        if (c[k] == nullptr)
+            continue;
+        int64_t want = 0;
+        for (int m : groups[k])
+            want += 100 * (int64_t)k + m;
+        EXPECT_EQ(out[k], want) << "communicator " << k;
+        zap_comm_destroy(c[k]);
+    }
+}
+
+// Destroy is local: rank 0 destroys its communicators (in creation order)
+// and only then reaches the barrier the others wait in before they destroy
+// theirs (in reverse); were destroy collective, rank 0 would wait forever.
+TEST_F(CollMpi, GroupDestroyInDifferentOrdersWaitsForNobody)
+{
+    int rank = MpiRank(), p = MpiSize();
+    std::vector<int> all(p);
+    for (int r = 0; r < p; r++)
+        all[r] = r;
+    std::vector<zap_comm_t *> c(5, nullptr);
+    for (int k = 0; k < 5; k++) {
+        ASSERT_EQ(zap_comm_create_group(t_, all.data(), p, 3000 + (uint32_t)k, nullptr, &c[k]), ZAP_OK);
+        int32_t x = 1, y = 0;
+        ASSERT_EQ(zap_allreduce(c[k], &x, &y, 1, ZAP_DT_INT32, ZAP_OP_SUM), ZAP_OK);
+        EXPECT_EQ(y, p);
+    }
+    if (rank == 0) {
+        for (auto *x : c)
+            zap_comm_destroy(x);
+        MPI_Barrier(MPI_COMM_WORLD);
+    } else {
+        MPI_Barrier(MPI_COMM_WORLD);
+        for (int k = 4; k >= 0; k--)
+            zap_comm_destroy(c[k]);
+    }
 }
 
 TEST(CommMpi, CreateMpiGivesAWorkingCommunicatorThatClosesItsTransport)

@@ -150,6 +150,17 @@ static void comm_progress(zap_comm_t *comm)
     }
 }
 
+zap_status_t zap_comm_progress(zap_comm_t *comm)
+{
+    if (comm == NULL)
+        return ZAP_ERR_INVALID_PARAM;
+    if (comm->active_head != NULL) {
+        (void)zap_transport_progress(comm->t);
+        comm_progress(comm);
+    }
+    return ZAP_OK;
+}
+
 void zap_coll_op_start(zap_coll_op_t *op, zap_request_t **req_p)
 {
     zap_comm_t *comm = op->comm;

@@ -76,30 +76,32 @@ int zap_coll_candidates(const zap_coll_desc_t *desc, const zap_comm_t *comm, siz
                         int force, uint8_t *cand)
 {
     uint32_t preds = call_predicates(desc, comm, bytes, form);
-    int n = 0, p = comm->size;
+    int n = 0, p = comm->size, gpu = -1;
     if (force >= 0 && holds(desc->algs[force].require, 0, preds))
         cand[n++] = (uint8_t)force;
     for (int i = 0; i < desc->nrows && n < ZAP_COLL_MAX_CANDS - 1; i++) {
         const zap_coll_row_t *row = &desc->rows[i];
         const zap_coll_alg_t *a = &desc->algs[row->alg];
-        if (a->local || (force >= 0 && (a->require & ZAP_COLL_PRED_SINGLE_COPY)) || listed(cand, n, row->alg))
+        if ((force >= 0 && (a->require & ZAP_COLL_PRED_SINGLE_COPY)) || !row_holds(desc, row, p, bytes, preds))
             continue;
-        if (row_holds(desc, row, p, bytes, preds))
+        if (a->local) {
+            gpu = gpu < 0 ? row->alg : gpu;
+            continue;
+        }
+        if (!listed(cand, n, row->alg))
             cand[n++] = row->alg;
+        /* An algorithm that needs nothing of the communicator never declines:
+         * the rows after it could not be reached. */
+        if (a->require == 0 && a->vote_lane == 0)
+            break;
     }
     /* The GPU path goes first, unless the first candidate carries the
      * agreement in this call's data (its vote could not be read before the
      * data moved). */
-    for (int i = 0; n > 0 && i < desc->nrows; i++) {
-        const zap_coll_row_t *row = &desc->rows[i];
-        if (!desc->algs[row->alg].local || !row_holds(desc, row, p, bytes, preds))
-            continue;
-        if (bytes <= desc->algs[cand[0]].agrees_in_data)
-            break;
+    if (gpu >= 0 && n > 0 && bytes > desc->algs[cand[0]].agrees_in_data) {
         memmove(cand + 1, cand, (size_t)n);
-        cand[0] = row->alg;
+        cand[0] = (uint8_t)gpu;
         n++;
-        break;
     }
     return n;
 }
@@ -128,6 +130,24 @@ static void no_candidate(const zap_coll_op_t *op)
               op->desc->name, zap_coll_comm_id(op->comm), (unsigned long long)op->seq);
 }
 
+/* op's candidates: the memo of its collective's last call when the size is
+ * the same, else the table's (remembered for the next call). */
+static void choose(zap_coll_op_t *op, const zap_coll_desc_t *desc, zap_comm_t *comm, bool *votes_p)
+{
+    zap_coll_cands_memo_t *m = &comm->memo[desc->kind];
+    if (m->n == 0 || m->bytes != op->args.bytes) {
+        _Static_assert(sizeof(m->cand) == ZAP_COLL_MAX_CANDS, "the memo holds a whole list");
+        m->n = (uint8_t)zap_coll_candidates(desc, comm, op->args.bytes, op->form, comm->set.alg[desc->kind], m->cand);
+        m->bytes = op->args.bytes;
+        m->votes = 0;
+        for (int i = 0; i < m->n; i++)
+            m->votes |= desc->algs[m->cand[i]].vote_lane != 0;
+    }
+    op->ncand = m->n;
+    memcpy(op->cand, m->cand, sizeof(op->cand));
+    *votes_p = m->votes != 0;
+}
+
 void zap_coll_op_begin(zap_coll_op_t *op)
 {
     const zap_coll_desc_t *desc = op->desc;
@@ -143,10 +163,11 @@ void zap_coll_op_begin(zap_coll_op_t *op)
         return;
     }
     op->mem = a->mem;
-    op->ncand = (uint8_t)zap_coll_candidates(desc, comm, a->bytes, op->form, comm->set.alg[desc->kind], op->cand);
+    bool votes = false;
+    choose(op, desc, comm, &votes);
     op->alg = op->ncand > 0 ? header_alg(op, 0) : 0;
     zap_coll_agree_header(op, a->hdr_count, a->dt, a->op, a->root, a->hdr_extra, false);
-    for (int i = 0; i < op->ncand; i++) {
+    for (int i = 0; votes && i < op->ncand; i++) {
         const zap_coll_alg_t *alg = &desc->algs[op->cand[i]];
         if (alg->vote_lane != 0)
             zap_coll_agree_vote(op, alg->vote_lane, alg->vote(op));
@@ -154,7 +175,8 @@ void zap_coll_op_begin(zap_coll_op_t *op)
     zap_status_t st = ZAP_ERR_UNSUPPORTED;
     for (int i = 0; i < op->ncand && st == ZAP_ERR_UNSUPPORTED; i++) {
         op->icand = (uint8_t)i;
-        zap_coll_agree_set_alg(op, header_alg(op, i));
+        if (i > 0) /* the first declined: the header names what runs instead */
+            zap_coll_agree_set_alg(op, header_alg(op, i));
         op->alg = op->cand[i];
         st = desc->algs[op->alg].init(op);
     }
