@@ -80,7 +80,7 @@ static void print_selection(void)
         n = sizeof(rows) / sizeof(rows[0]);
     zap_coll_selection_table(rows, n);
     printf("#\n# collective algorithm selection: every row that holds is a candidate, in order\n");
-    printf("# %-10s %-18s %-9s %-12s %-40s %s\n", "collective", "algorithm", "ranks", "bytes", "predicates", "why");
+    printf("# %-10s %-18s %-9s %-12s %-64s %s\n", "collective", "algorithm", "ranks", "bytes", "predicates", "why");
     for (size_t i = 0; i < n; i++) {
         char ranks[32], lo[24], hi[24], preds[160] = "";
         if (rows[i].max_ranks == INT32_MAX)
@@ -93,7 +93,7 @@ static void print_selection(void)
         snprintf(bytes, sizeof(bytes), "[%s,%s)", lo, hi);
         print_preds('+', rows[i].require, preds, sizeof(preds));
         print_preds('-', rows[i].forbid, preds, sizeof(preds));
-        printf("# %-10s %-18s %-9s %-12s %-40s %s\n", rows[i].collective, rows[i].algorithm, ranks, bytes,
+        printf("# %-10s %-18s %-9s %-12s %-64s %s\n", rows[i].collective, rows[i].algorithm, ranks, bytes,
                preds[0] ? preds : "-", rows[i].rule);
     }
 }

@@ -1,5 +1,5 @@
 /* The operation every collective runs as (docs/architecture.md, "The life
- * of a collective call").
+ * of one collective call").
  *
  * A collective is posted (engine/select.c: arguments checked, candidates
  * chosen, the first one's init run), agrees on its arguments (agree/), then
