@@ -22,11 +22,13 @@
  * - Settings: a communicator's settings (zap_comm_params_t) are fixed when it
  *   is made: explicit params first, then the ZAP_* environment read then,
  *   then the defaults of docs/config.md. They must be the same on every rank.
- * - Deadlines: a blocking call, and zap_request_wait on a collective request,
- *   waits at most the communicator's timeout and then returns
- *   ZAP_ERR_TIMED_OUT (the log names the operation, and the transport names
- *   the peer). After a timeout or a transport error the communicator's state
- *   is undefined: destroy it.
+ * - Deadlines: a blocking call waits at most the communicator's timeout
+ *   (zap_comm_params_t.timeout_s, or ZAP_TIMEOUT when it was made) and then
+ *   returns ZAP_ERR_TIMED_OUT (the log names the operation and the rank it
+ *   waited for); zap_request_wait_until on a collective request waits until
+ *   its deadline, zap_request_wait until the transport layer's default one.
+ *   After a timeout or a transport error the communicator's state is
+ *   undefined: destroy it.
  * - Memory: buffers may be plain host memory, pool buffers of the
  *   communicator's transport (host, pinned or managed) or, where CUDA is
  *   built, managed or device memory; reductions on GPU-resident data run as
@@ -290,8 +292,8 @@ ZAP_API zap_status_t zap_comm_query(const zap_comm_t *comm, zap_comm_attr_t *att
 
 /* --- collectives ---------------------------------------------------------- */
 /* Blocking forms return when this rank's part is complete (its buffers may be
- * reused) or after ZAP_TIMEOUT. Buffers are borrowed for the call. Each status:
- * ZAP_OK; ZAP_ERR_INVALID_PARAM (NULL comm, NULL buffer with a nonzero count,
+ * reused) or after the communicator's timeout. Buffers are borrowed for the
+ * call. Each status: ZAP_OK; ZAP_ERR_INVALID_PARAM (NULL comm, NULL buffer with a nonzero count,
  * invalid datatype/op/root, a capacity too small on this rank);
  * ZAP_ERR_UNSUPPORTED (op not defined on dt, or GPU memory without CUDA);
  * ZAP_ERR_MISMATCH (another rank's arguments differ or are invalid);
