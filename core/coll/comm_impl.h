@@ -25,11 +25,14 @@ typedef struct zap_coll_settings {
     bool cma;                      /* ZAP_COLL_CMA: single-copy reads where permitted */
     bool checksum;                 /* ZAP_CHECKSUM: every message carries a CRC32C */
     int oversubscribed;            /* -1: from the launcher's environment; 0 or 1: as set */
-    int gpu_path;                  /* ZAP_COLL_GPU_PATH: 0 auto, 1 ipc, 2 off */
+    int gpu_path;                  /* ZAP_COLL_GPU_PATH: ZAP_COLL_GPU_* */
     uint64_t gpu_min_bytes;        /* ZAP_COLL_GPU_MIN_BYTES */
     uint64_t shm_large_bytes;      /* ZAP_COLL_SHM_LARGE_BYTES */
     size_t pipeline_bytes;         /* ZAP_COLL_PIPELINE_BYTES; 0: unset (chosen per message size) */
 } zap_coll_settings_t;
+
+/* ZAP_COLL_GPU_PATH's choices, in its order. */
+enum { ZAP_COLL_GPU_AUTO, ZAP_COLL_GPU_IPC, ZAP_COLL_GPU_OFF };
 
 /* A communicator's setup (comm_setup.c): done at creation for zap_comm_create
  * and zap_comm_split, on the first collective that needs it for group

@@ -16,9 +16,6 @@
 #include <string.h>
 #include <unistd.h>
 
-/* The indices of ZAP_COLL_GPU_PATH's choices. */
-enum { GPU_PATH_AUTO, GPU_PATH_IPC, GPU_PATH_OFF };
-
 static zap_status_t from_env(zap_coll_settings_t *s)
 {
     zap_status_t st = ZAP_OK;
@@ -142,9 +139,9 @@ static zap_status_t apply(const zap_comm_params_t *p, zap_coll_settings_t *s)
     if (st == ZAP_OK && p->gpu_path != ZAP_COMM_GPU_PATH_DEFAULT) {
         if (p->gpu_path == ZAP_COMM_GPU_PATH_AUTO || p->gpu_path == ZAP_COMM_GPU_PATH_IPC ||
             p->gpu_path == ZAP_COMM_GPU_PATH_OFF)
-            s->gpu_path = p->gpu_path == ZAP_COMM_GPU_PATH_AUTO  ? GPU_PATH_AUTO
-                          : p->gpu_path == ZAP_COMM_GPU_PATH_IPC ? GPU_PATH_IPC
-                                                                 : GPU_PATH_OFF;
+            s->gpu_path = p->gpu_path == ZAP_COMM_GPU_PATH_AUTO  ? ZAP_COLL_GPU_AUTO
+                          : p->gpu_path == ZAP_COMM_GPU_PATH_IPC ? ZAP_COLL_GPU_IPC
+                                                                 : ZAP_COLL_GPU_OFF;
         else
             st = bad("gpu_path", "not a zap_comm_gpu_path_t value");
     }

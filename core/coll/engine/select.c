@@ -24,13 +24,12 @@ const int zap_coll_ndescs = (int)(sizeof(zap_coll_descs) / sizeof(zap_coll_descs
 static bool gpu_path_wanted(const zap_comm_t *comm, size_t bytes)
 {
     const zap_coll_settings_t *set = &comm->set;
-    if (bytes == 0 || set->gpu_path == 2 || comm->size < 2 || comm->size > GPU_PATH_MAX_RANKS)
+    if (bytes == 0 || set->gpu_path == ZAP_COLL_GPU_OFF || comm->size < 2 || comm->size > GPU_PATH_MAX_RANKS)
         return false;
-    return (set->gpu_path == 1 || bytes >= set->gpu_min_bytes) && zap_stage_device_present();
+    return (set->gpu_path == ZAP_COLL_GPU_IPC || bytes >= set->gpu_min_bytes) && zap_stage_device_present();
 }
 
-static uint32_t call_predicates(const zap_coll_desc_t *desc, const zap_comm_t *comm, size_t bytes,
-                                zap_coll_form_t form)
+static uint32_t call_predicates(const zap_comm_t *comm, size_t bytes, zap_coll_form_t form)
 {
     uint32_t preds = 0;
     if (comm->shm != NULL) {
@@ -45,10 +44,8 @@ static uint32_t call_predicates(const zap_coll_desc_t *desc, const zap_comm_t *c
         preds |= ZAP_COLL_PRED_OVERSUBSCRIBED;
     if (form == ZAP_COLL_FORM_FLAT)
         preds |= ZAP_COLL_PRED_FLAT;
-    if (desc->kind == ZAP_COLL_ALLREDUCE || desc->kind == ZAP_COLL_BCAST) {
-        if (gpu_path_wanted(comm, bytes))
-            preds |= ZAP_COLL_PRED_GPU_PATH;
-    }
+    if (gpu_path_wanted(comm, bytes))
+        preds |= ZAP_COLL_PRED_GPU_PATH;
     return preds;
 }
 
@@ -75,7 +72,7 @@ static bool listed(const uint8_t *cand, int n, int alg)
 int zap_coll_candidates(const zap_coll_desc_t *desc, const zap_comm_t *comm, size_t bytes, zap_coll_form_t form,
                         int force, uint8_t *cand)
 {
-    uint32_t preds = call_predicates(desc, comm, bytes, form);
+    uint32_t preds = call_predicates(comm, bytes, form);
     int n = 0, p = comm->size, gpu = -1;
     if (force >= 0 && holds(desc->algs[force].require, 0, preds))
         cand[n++] = (uint8_t)force;
