@@ -43,8 +43,8 @@ static zap_comm_t *comm_alloc(zap_transport_t *t, int rank, int size, int *ranks
     zap_transport_base_init(&c->req_base, &zap_coll_req_ops, rank, size, NULL, false);
     zap_transport_caps_t caps;
     c->sleeping_wait = zap_transport_caps(t, &caps) == ZAP_OK && strcmp(caps.name, "inproc") == 0;
-    bool over = set->oversubscribed >= 0 ? set->oversubscribed != 0 : zap_coll_node_oversubscribed();
-    c->spins_before_yield = over ? ZAP_COLL_SPINS_OVERSUBSCRIBED : ZAP_COLL_SPINS_DEDICATED;
+    c->spins_before_yield = zap_coll_local_oversubscribed(set) ? ZAP_COLL_SPINS_OVERSUBSCRIBED
+                                                                : ZAP_COLL_SPINS_DEDICATED;
     c->setup = ZAP_COLL_SETUP_DONE;
     return c;
 }
@@ -78,25 +78,16 @@ static zap_status_t agree_id(zap_comm_t *comm, bool over, uint32_t *ctx_p, bool 
     return ZAP_OK;
 }
 
-static bool local_oversubscribed(const zap_coll_settings_t *set)
-{
-    return set->oversubscribed >= 0 ? set->oversubscribed != 0 : zap_coll_node_oversubscribed();
-}
-
 /* Runs comm's setup now (zap_comm_create, zap_comm_split), or marks it for
  * the first collective that needs it (group communicators, lazy). Nothing is
  * needed where no segment can exist and the oversubscription is known. */
 static zap_status_t setup(zap_comm_t *comm, bool now)
 {
     if (comm->size == 1 && !comm->oversubscribed_known) { /* agreed with itself */
-        comm->oversubscribed = local_oversubscribed(&comm->set);
+        comm->oversubscribed = zap_coll_local_oversubscribed(&comm->set);
         comm->oversubscribed_known = true;
     }
-    zap_transport_caps_t caps;
-    const zap_transport_t *base = comm->unwrapped != NULL ? comm->unwrapped : comm->t;
-    bool segment = comm->size >= 2 && zap_transport_caps((zap_transport_t *)base, &caps) == ZAP_OK &&
-                   strcmp(caps.name, "ucp") == 0;
-    if (!segment && comm->oversubscribed_known)
+    if (!zap_coll_setup_segment_possible(comm) && comm->oversubscribed_known)
         return ZAP_OK;
     comm->setup = ZAP_COLL_SETUP_NEEDED;
     if (!now)
@@ -138,7 +129,7 @@ zap_status_t zap_comm_create_ex(zap_transport_t *t, const zap_comm_params_t *par
      * the same messages in the same order, so consecutive creations cannot
      * cross. */
     bool over = false;
-    if ((st = agree_id(c, local_oversubscribed(&set), &c->ctx, &over)) == ZAP_OK) {
+    if ((st = agree_id(c, zap_coll_local_oversubscribed(&set), &c->ctx, &over)) == ZAP_OK) {
         c->seq = 0;
         c->oversubscribed = over;
         c->oversubscribed_known = true;
@@ -193,13 +184,14 @@ zap_status_t zap_comm_split(zap_comm_t *comm, int color, int key, zap_comm_t **n
     int64_t mine[2] = {color, key};
     uint32_t ctx = 0;
     bool over = false;
+    /* The parent's agreed flag where it has one: splits inherit it. */
+    bool mine_over = comm->oversubscribed_known ? comm->oversubscribed : zap_coll_local_oversubscribed(&comm->set);
     zap_status_t st = zap_allgather(comm, mine, 2, all, ZAP_DT_INT64);
-    if (st == ZAP_OK) /* the parent's agreed flag where it has one: splits inherit it */
-        st = agree_id(comm, comm->oversubscribed_known ? comm->oversubscribed : local_oversubscribed(&comm->set),
-                      &ctx, &over);
-    int newrank = -1, n = st == ZAP_OK && color != ZAP_COMM_UNDEFINED ? split_members(comm, all, color, members,
-                                                                                     &newrank)
-                                                                      : 0;
+    if (st == ZAP_OK)
+        st = agree_id(comm, mine_over, &ctx, &over);
+    int newrank = -1, n = 0;
+    if (st == ZAP_OK && color != ZAP_COMM_UNDEFINED)
+        n = split_members(comm, all, color, members, &newrank);
     free(all);
     if (st != ZAP_OK || color == ZAP_COMM_UNDEFINED) {
         free(members);
@@ -323,8 +315,8 @@ void zap_comm_destroy(zap_comm_t *comm)
      * outlives the communicator. */
     int left = zap_coll_op_cancel_all(comm);
     if (left > 0)
-        zap_warn("coll: communicator %u destroyed with %d collective requests not freed (cancelled)", zap_coll_comm_id(comm),
-                 left);
+        zap_warn("coll: communicator %u destroyed with %d collective requests not freed (cancelled)",
+                 zap_coll_comm_id(comm), left);
     zap_transport_t *wrapper = comm->checksum_t;
     zap_transport_t *inner = wrapper != NULL ? comm->unwrapped : comm->t;
     zap_transport_t *owned = comm->owns_transport ? inner : NULL;

@@ -96,10 +96,16 @@ static inline int zap_coll_transport_rank(const zap_comm_t *comm, int r) { retur
 zap_status_t zap_coll_settings_resolve(const zap_comm_params_t *params, const zap_coll_settings_t *inherit,
                                        zap_coll_settings_t *set);
 /* Whether this process runs on an oversubscribed node, from the launcher's
- * environment (read once per process). */
+ * environment (read once per process); and whether this rank counts as
+ * oversubscribed under set (the setting, else the node). */
 bool zap_coll_node_oversubscribed(void);
+bool zap_coll_local_oversubscribed(const zap_coll_settings_t *set);
 
 /* --- comm_setup.c ---------------------------------------------------------- */
+/* Whether comm's ranks can have a shared segment: processes (the UCX
+ * transport; in-process ranks are threads of one process and need none), two
+ * or more of them. Every rank decides this alike. */
+bool zap_coll_setup_segment_possible(const zap_comm_t *comm);
 /* Posts comm's setup; *req_p (optional) gets its request, else it frees
  * itself when done. The caller has set comm->setup to ZAP_COLL_SETUP_NEEDED. */
 zap_status_t zap_coll_setup_post(zap_comm_t *comm, zap_request_t **req_p);

@@ -209,3 +209,8 @@ bool zap_coll_node_oversubscribed(void)
     pthread_once(&node_once, read_node);
     return node_oversubscribed;
 }
+
+bool zap_coll_local_oversubscribed(const zap_coll_settings_t *set)
+{
+    return set->oversubscribed >= 0 ? set->oversubscribed != 0 : zap_coll_node_oversubscribed();
+}

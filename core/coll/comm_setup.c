@@ -52,20 +52,12 @@ static void unlink_once(const zap_comm_t *c, setup_t *s)
     }
 }
 
-/* Whether a segment can exist: ranks that are processes (the UCX transport;
- * in-process ranks are threads of one process and need none), two or more of
- * them. Every rank decides this alike. */
-static bool shm_pattern(const zap_comm_t *c)
+bool zap_coll_setup_segment_possible(const zap_comm_t *c)
 {
     zap_transport_caps_t caps;
     const zap_transport_t *base = c->unwrapped != NULL ? c->unwrapped : c->t;
     return c->size >= 2 && zap_transport_caps((zap_transport_t *)base, &caps) == ZAP_OK &&
            strcmp(caps.name, "ucp") == 0;
-}
-
-static bool local_oversubscribed(const zap_comm_t *c)
-{
-    return c->set.oversubscribed >= 0 ? c->set.oversubscribed != 0 : zap_coll_node_oversubscribed();
 }
 
 static zap_status_t flags_exchange(zap_coll_op_t *op, setup_t *s, int32_t mapped_all)
@@ -76,7 +68,7 @@ static zap_status_t flags_exchange(zap_coll_op_t *op, setup_t *s, int32_t mapped
         zap_coll_shm_check(&s->map, c->rank, c->size, c->set.cma, ok);
     s->flags[FLAG_ALIVE] = ok[0];
     s->flags[FLAG_CMA] = ok[1];
-    s->flags[FLAG_NOT_OVER] = !local_oversubscribed(c);
+    s->flags[FLAG_NOT_OVER] = !zap_coll_local_oversubscribed(&c->set);
     s->step = SETUP_FLAGS;
     return zap_coll_agree_init(op, ZAP_COLL_FORM_RD, PHASE_FLAGS, s->flags, NFLAGS, ZAP_DT_INT32, ZAP_OP_MIN);
 }
@@ -163,7 +155,7 @@ zap_status_t zap_coll_setup_post(zap_comm_t *comm, zap_request_t **req_p)
     op->release = setup_release;
     op->internal = req_p == NULL;
     comm->setup = ZAP_COLL_SETUP_RUNNING;
-    if (shm_pattern(comm)) {
+    if (zap_coll_setup_segment_possible(comm)) {
         /* Checksum mode exists to check payloads end to end; the segment
          * would carry them past it. */
         s->want = comm->set.shm && comm->size <= ZAP_COLL_SHM_MAX_RANKS && comm->checksum_t == NULL &&

@@ -796,7 +796,9 @@ TEST_F(CollMpi, TwoThousandGroupsCreatedAndDestroyedKeepMemoryFlat)
     double t1 = MPI_Wtime();
     cycles(2100, 200, true);
     long grown = rss_kib() - before;
+#if !defined(__SANITIZE_ADDRESS__) /* its quarantine keeps freed memory resident; its leak check covers this */
     EXPECT_LT(grown, 4096) << "KiB grown over 2200 cycles";
+#endif
     if (MpiRank() == 0)
         std::printf("group communicators: %.2f us per create+destroy (2000 cycles, %d ranks)\n",
                     (t1 - t0) * 1e6 / 2000, p);

@@ -181,7 +181,13 @@ TEST(CommGroup, TwoThousandCreateDestroyCyclesKeepMemoryFlat)
     long before = rss_kib();
     run_cycles(200, 200 + cycles);
     long grown = rss_kib() - before;
+#if defined(__SANITIZE_ADDRESS__)
+    // AddressSanitizer keeps freed memory in quarantine, so the resident size
+    // grows whatever the code does; its leak check at exit covers the cycles.
+    std::printf("resident growth not checked under AddressSanitizer (%ld KiB)\n", grown);
+#else
     EXPECT_LT(grown, 2048) << "KiB grown over " << cycles << " cycles";
+#endif
     zap_pool_stats_t st{};
     ASSERT_EQ(zap_pool_stats(zap_transport_pool(w.t[0]), &st), ZAP_OK);
     EXPECT_EQ(st.buffers_out, 0u);

@@ -110,8 +110,8 @@ static zap_status_t read_peer(const zap_coll_op_t *op, int q, void *to, uint64_t
         zap_error("coll: rank %d: single-copy allreduce on communicator %u (sequence %llu): reading %zu bytes at "
                   "0x%llx of rank %d (pid %d) failed: %s; that rank's buffer is shorter than the agreed count, "
                   "not host memory, or no longer valid",
-                  op->comm->rank, zap_coll_comm_id(op->comm), (unsigned long long)op->seq, bytes, (unsigned long long)from, tr,
-                  (int)s->pids[q], strerror(err));
+                  op->comm->rank, zap_coll_comm_id(op->comm), (unsigned long long)op->seq, bytes,
+                  (unsigned long long)from, tr, (int)s->pids[q], strerror(err));
         return ZAP_ERR_TRANSPORT;
     }
     return ZAP_OK;

@@ -122,7 +122,7 @@ static zap_status_t copy_out(zap_coll_op_t *op, stage_ar_t *s)
 static zap_status_t ar_progress(zap_coll_op_t *op)
 {
     stage_ar_t *s = (stage_ar_t *)op->alg_state;
-    zap_status_t st;
+    zap_status_t st = ZAP_OK;
     bool all = false;
     for (;;) {
         switch (s->state) {

@@ -37,7 +37,7 @@ static zap_status_t bc_progress(zap_coll_op_t *op)
 {
     stage_bc_t *s = (stage_bc_t *)op->alg_state;
     bool is_root = op->comm->rank == s->root;
-    zap_status_t st;
+    zap_status_t st = ZAP_OK;
     bool all = false;
     for (;;) {
         switch (s->state) {
