@@ -607,6 +607,33 @@ TEST_F(CollMpi, SharedMemoryOffGivesATransportCommunicator)
     zap_comm_destroy(half);
 }
 
+// A communicator with slots only (no large area): a broadcast above a slot
+// but below 8 KiB takes the agreement in the slots and then its own
+// recursive-doubling exchange (its data never goes into a slot), from every
+// root, and the slots stay intact for the calls after it.
+TEST_F(CollMpi, SlotsOnlyBroadcastAboveASlotStaysOutOfTheSlots)
+{
+    int rank = MpiRank(), size = MpiSize();
+    Params slots;
+    slots.shm_large_bytes = ZAP_COMM_BYTES_ZERO;
+    Comm c(t_, slots);
+    ASSERT_TRUE(shared_memory(c));
+    ASSERT_EQ(shared_memory_bytes(c), (size_t)ZAP_COLL_SHM_MAX_BYTES);
+    for (int root = 0; root < size; root++)
+        for (size_t bytes : {(size_t)ZAP_COLL_SHM_MAX_BYTES + 1, (size_t)6000, (size_t)8191}) {
+            std::vector<uint8_t> b(bytes, rank == root ? 0 : 0xee);
+            if (rank == root)
+                for (size_t i = 0; i < bytes; i++)
+                    b[i] = (uint8_t)mix(bytes * 7 + i + (size_t)root);
+            ASSERT_EQ(zap_bcast(c, b.data(), bytes, ZAP_DT_UINT8, root), ZAP_OK) << bytes;
+            for (size_t i = 0; i < bytes; i += bytes / 7)
+                ASSERT_EQ(b[i], (uint8_t)mix(bytes * 7 + i + (size_t)root)) << "root " << root << " byte " << i;
+            int64_t x = rank + 1, y = 0;
+            ASSERT_EQ(zap_allreduce(c, &x, &y, 1, ZAP_DT_INT64, ZAP_OP_SUM), ZAP_OK);
+            ASSERT_EQ(y, (int64_t)size * (size + 1) / 2);
+        }
+}
+
 // Many small allreduces outstanding at once: their exchanges go through the
 // two banks of slots in post order whatever order they are waited in; then a
 // request freed before completion does not break the communicator.
