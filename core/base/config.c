@@ -59,11 +59,13 @@ static const cfg_row_t rows[] = {
                               "(none)."},
                              CFG_CHOICE, "auto|prefetch|none", 0, 0},
     [ZAP_CFG_ALLREDUCE_ALG] = {{"ZAP_ALLREDUCE_ALG", "auto", "auto|rd|rabenseifner|ring|direct|shm|cma",
-                                "Allreduce algorithm; auto chooses by message size and rank count "
-                                "(zap-info prints the table)."},
+                                "Allreduce algorithm of communicators made from now on "
+                                "(zap_comm_params_t.allreduce_alg overrides); auto chooses by the selection "
+                                "table (zap-info prints it)."},
                                CFG_CHOICE, "auto|rd|rabenseifner|ring|direct|shm|cma", 0, 0},
     [ZAP_CFG_BCAST_ALG] = {{"ZAP_BCAST_ALG", "auto", "auto|binomial|scatter_allgather|chain|rd|shm",
-                            "Broadcast algorithm; auto chooses by message size and rank count."},
+                            "Broadcast algorithm of communicators made from now on "
+                            "(zap_comm_params_t.bcast_alg overrides); auto chooses by the selection table."},
                            CFG_CHOICE, "auto|binomial|scatter_allgather|chain|rd|shm", 0, 0},
     [ZAP_CFG_COLL_PIPELINE_BYTES] = {{"ZAP_COLL_PIPELINE_BYTES", "256K", "bytes, 4K to 64M",
                                       "Segment size of pipelined collectives (ring allreduce, chain "

@@ -1,6 +1,6 @@
 /* CPU-only build: no GPU reductions, and every pointer is host memory as far
  * as the collectives can tell (without CUDA there is no other kind). */
-#include "coll/reduce/reduce.h"
+#include "cuda_coll.h"
 
 zap_mem_kind_t zap_cuda_ptr_kind(const void *ptr)
 {

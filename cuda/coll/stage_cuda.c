@@ -1,5 +1,5 @@
 /* Staging slots for the GPU-resident collective path (declared in
- * core/coll/staging/stage_gpu.h): cudaMalloc'd buffers exported with CUDA IPC,
+ * cuda_coll.h): cudaMalloc'd buffers exported with CUDA IPC,
  * the cache of peers' opened buffers, and the stream work of one collective.
  * Every CUDA call is checked; a failure is logged and reported as
  * ZAP_ERR_CUDA, after which the collective falls back to the host
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "coll/staging/stage_gpu.h"
+#include "cuda_coll.h"
 #include "base/log.h"
 
 _Static_assert(sizeof(cudaIpcMemHandle_t) == ZAP_STAGE_HANDLE_BYTES, "IPC handle size");

@@ -1,4 +1,4 @@
-/* Allreduce on the GPU-resident path (see stage.h for the choice and the
+/* Allreduce on the GPU-resident path (see gpu.h for the choice and the
  * fallback). p ranks, each with a staging slot laid out as
  *   D: the rank's input (count elements), A: its result segment, B: an
  *   incoming segment (A and B ceil(count / p) elements each).
@@ -13,9 +13,11 @@
  *   round 3: every rank is done reading its peers' slots, which may then be
  *      reused.
  * Data moves by the copy engines (cudaMemcpyAsync, peer copies over NVLink or
- * PCIe) and the cuda/reduce kernels, all on the slot's stream; the progress
+ * PCIe) and the cuda/coll kernels, all on the slot's stream; the progress
  * function only polls an event, so several collectives can be outstanding. */
-#include "coll/staging/stage_round.h"
+#include "coll/gpu/gpu_round.h"
+#include "coll/engine/select.h"
+#include "coll/engine/step.h"
 #include "coll/reduce/reduce.h"
 #include "base/log.h"
 #include <string.h>
@@ -29,7 +31,6 @@ typedef struct stage_ar {
     size_t count, esize;
     zap_dtype_t dt;
     zap_op_t zop;
-    int host_alg;
     int state;
     bool can;
     bool src_managed, dst_managed;
@@ -48,31 +49,15 @@ static size_t off_b(const stage_ar_t *s, int p)
     return off_a(s) + align256((s->count + (size_t)p - 1) / (size_t)p * s->esize);
 }
 
-/* Everyone agreed the path is out: run the host algorithm chosen for the
- * call, on the user buffers, as if it had been chosen from the start (the
- * arguments are already agreed). */
+/* Everyone agreed the path is out: the next candidate runs the call, on the
+ * user buffers, as if it had been chosen from the start (the arguments are
+ * already agreed). */
 static zap_status_t fall_back(zap_coll_op_t *op)
 {
     stage_ar_t *s = (stage_ar_t *)op->alg_state;
     zap_stage_x_release(&s->x);
     zap_stage_count(false);
-    const void *src = s->src;
-    void *dst = s->dst;
-    size_t count = s->count;
-    zap_dtype_t dt = s->dt;
-    zap_op_t zop = s->zop;
-    int alg = s->host_alg;
-    bool cma_voted = zap_allreduce_cma_voted_yes(op);
-    zap_coll_rd_release(op);
-    if (alg == ZAP_AR_CMA)
-        return zap_allreduce_cma_run(op, src, dst, count, dt, zop, cma_voted);
-    zap_status_t st = alg == ZAP_AR_RING  ? zap_allreduce_ring_init(op, src, dst, count, dt, zop)
-                      : alg == ZAP_AR_SHM ? zap_allreduce_shm_large_init(op, src, dst, count, dt, zop, true)
-                                          : zap_allreduce_rabenseifner_init(op, src, dst, count, dt, zop);
-    if (st != ZAP_OK)
-        return st;
-    op->agreeing = false;
-    return op->progress(op);
+    return zap_coll_fall_back(op);
 }
 
 /* Step 2: this rank's segment into A. */
@@ -137,13 +122,14 @@ static zap_status_t copy_out(zap_coll_op_t *op, stage_ar_t *s)
 static zap_status_t ar_progress(zap_coll_op_t *op)
 {
     stage_ar_t *s = (stage_ar_t *)op->alg_state;
-    zap_status_t st;
+    zap_status_t st = ZAP_OK;
     bool all = false;
     for (;;) {
         switch (s->state) {
         case AR_COPY_IN:
-            if (!zap_stage_voted_yes(op))
+            if (!zap_coll_agree_voted(op, ZAP_COLL_LANE_VOTE_GPU))
                 return fall_back(op); /* no message beyond the header */
+            s->can = true; /* this rank voted yes: its buffer is GPU-resident */
             zap_stage_x_init(op, &s->x, off_b(s, op->comm->size) + align256((s->count + (size_t)op->comm->size - 1) /
                                                                               (size_t)op->comm->size * s->esize),
                              s->can);
@@ -243,29 +229,20 @@ fail:
     return st;
 }
 
-zap_status_t zap_stage_allreduce_init(zap_coll_op_t *op, const void *sendbuf, void *recvbuf, size_t count,
-                                      zap_dtype_t dt, zap_op_t zop, int host_alg)
+zap_status_t zap_gpu_allreduce_init(zap_coll_op_t *op)
 {
+    const zap_coll_args_t *a = &op->args;
     stage_ar_t *s = (stage_ar_t *)op->alg_state;
     memset(s, 0, sizeof(*s));
-    s->src = sendbuf;
-    s->dst = recvbuf;
-    s->count = count;
-    s->esize = zap_dtype_size(dt);
-    s->dt = dt;
-    s->zop = zop;
-    s->host_alg = host_alg;
+    s->src = a->src;
+    s->dst = a->dst;
+    s->count = a->count;
+    s->esize = zap_dtype_size(a->dt);
+    s->dt = a->dt;
+    s->zop = a->op;
     s->state = AR_COPY_IN;
-    zap_mem_kind_t sk = zap_cuda_ptr_kind(sendbuf);
-    s->src_managed = sk == ZAP_MEM_MANAGED;
+    s->src_managed = zap_cuda_ptr_kind(a->src) == ZAP_MEM_MANAGED;
     s->dst_managed = op->mem == ZAP_MEM_MANAGED;
-    /* Host buffers stay on the host path (all ranks fall back together). */
-    s->can = zap_stage_can_move(op->mem);
-    zap_stage_vote(op, s->can);
-    zap_status_t st = zap_coll_rd_init(op, 0, NULL, 0, dt, zop);
-    if (st != ZAP_OK)
-        return st;
-    op->agreeing = true;
     op->progress = ar_progress;
     return ZAP_OK;
 }

@@ -1,12 +1,13 @@
-/* Broadcast on the GPU-resident path (see stage.h for the choice and the
+/* Broadcast on the GPU-resident path (see gpu.h for the choice and the
  * fallback). The root copies its buffer into its staging slot; round 1: every
  * rank says it can take part (the root shows its slot's handle); every other
  * rank copies the root's slot into its own buffer (a peer copy); round 2:
  * every rank says its copy succeeded, after which the root may reuse its
  * slot. Should any copy fail, all ranks run the host algorithm, which
  * rewrites every non-root buffer from the root's untouched one. */
-#include "coll/staging/stage_round.h"
-#include "coll/reduce/reduce.h"
+#include "coll/gpu/gpu_round.h"
+#include "coll/engine/select.h"
+#include "coll/engine/step.h"
 #include "base/log.h"
 #include <string.h>
 
@@ -17,44 +18,33 @@ typedef struct stage_bc {
     void *buf;
     size_t bytes;
     int root;
-    int host_alg;
     int state;
     bool can, managed;
     zap_status_t cuda_st;
 } stage_bc_t;
 _Static_assert(sizeof(stage_bc_t) <= ZAP_COLL_ALG_STATE_BYTES, "state fits the operation");
 
+/* Everyone agreed the path is out: the next candidate runs the call. */
 static zap_status_t fall_back(zap_coll_op_t *op)
 {
     stage_bc_t *s = (stage_bc_t *)op->alg_state;
     zap_stage_x_release(&s->x);
     zap_stage_count(false);
-    void *buf = s->buf;
-    size_t bytes = s->bytes;
-    int root = s->root, alg = s->host_alg;
-    zap_status_t st;
-    switch (alg) {
-    case ZAP_BC_SCATTER_ALLGATHER: st = zap_bcast_scatter_allgather_init(op, buf, bytes, root); break;
-    case ZAP_BC_CHAIN: st = zap_bcast_chain_init(op, buf, bytes, root); break;
-    case ZAP_BC_SHM: st = zap_bcast_shm_large_init(op, buf, bytes, root, true); break;
-    default: st = zap_bcast_binomial_init(op, buf, bytes, root); break;
-    }
-    if (st != ZAP_OK)
-        return st;
-    return op->progress(op);
+    return zap_coll_fall_back(op);
 }
 
 static zap_status_t bc_progress(zap_coll_op_t *op)
 {
     stage_bc_t *s = (stage_bc_t *)op->alg_state;
     bool is_root = op->comm->rank == s->root;
-    zap_status_t st;
+    zap_status_t st = ZAP_OK;
     bool all = false;
     for (;;) {
         switch (s->state) {
         case BC_COPY_IN:
-            if (!zap_stage_voted_yes(op))
+            if (!zap_coll_agree_voted(op, ZAP_COLL_LANE_VOTE_GPU))
                 return fall_back(op); /* no message beyond the header */
+            s->can = true; /* this rank voted yes: its buffer is GPU-resident */
             zap_stage_x_init(op, &s->x, is_root ? s->bytes : 0, s->can);
             if (s->x.can) {
                 if (s->managed)
@@ -128,18 +118,15 @@ fail:
     return st;
 }
 
-zap_status_t zap_stage_bcast_init(zap_coll_op_t *op, void *buf, size_t bytes, int root, int host_alg)
+zap_status_t zap_gpu_bcast_init(zap_coll_op_t *op)
 {
     stage_bc_t *s = (stage_bc_t *)op->alg_state;
     memset(s, 0, sizeof(*s));
-    s->buf = buf;
-    s->bytes = bytes;
-    s->root = root;
-    s->host_alg = host_alg;
+    s->buf = op->args.dst;
+    s->bytes = op->args.bytes;
+    s->root = op->args.root;
     s->state = BC_COPY_IN;
     s->managed = op->mem == ZAP_MEM_MANAGED;
-    s->can = zap_stage_can_move(op->mem);
-    zap_stage_vote(op, s->can);
     op->progress = bc_progress;
     return ZAP_OK;
 }

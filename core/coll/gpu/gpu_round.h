@@ -1,14 +1,15 @@
-/* The small-message exchanges of the GPU-resident path (stage_round.c): each
+/* The small-message exchanges of the GPU-resident path (gpu_round.c): each
  * round every rank sends one message to every other and receives one from
  * each, so every rank sees every rank's flags and ends a round with the same
- * decision. Used by stage_allreduce.c and stage_bcast.c. */
-#ifndef ZAP_COLL_STAGE_ROUND_H
-#define ZAP_COLL_STAGE_ROUND_H
+ * decision. Used by gpu_allreduce.c and gpu_bcast.c. */
+#ifndef ZAP_COLL_GPU_ROUND_H
+#define ZAP_COLL_GPU_ROUND_H
 #include <stddef.h>
 #include <stdint.h>
-#include "coll/coll_impl.h"
-#include "coll/staging/stage.h"
-#include "coll/staging/stage_gpu.h"
+#include "coll/comm_impl.h"
+#include "coll/engine/op.h"
+#include "coll/gpu/gpu.h"
+#include "cuda_coll.h"
 
 enum {
     ZAP_STAGE_CAN = 1u << 0, /* round 1: GPU-resident buffer, a slot, the work so far done */
@@ -37,11 +38,6 @@ typedef struct zap_stage_x {
     uint64_t sink[2];
     zap_status_t rst[ZAP_STAGE_MAX_RANKS];
 } zap_stage_x_t;
-
-/* Votes yes in op's header when can (after zap_coll_hdr_init). */
-void zap_stage_vote(zap_coll_op_t *op, bool can);
-/* After the argument agreement: whether every rank voted yes. */
-bool zap_stage_voted_yes(const zap_coll_op_t *op);
 
 /* Takes a slot of bytes when can (x->can tells whether it got one) or a
  * slot for the mailbox alone, and prepares the messages. Never fails: a rank

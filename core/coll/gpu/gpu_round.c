@@ -1,13 +1,11 @@
-/* The GPU-resident path's choice and its exchanges (stage_round.h). */
-#include "coll/staging/stage_round.h"
-#include "base/config_table.h"
+/* The GPU-resident path's vote, counts and exchanges (gpu_round.h). */
+#include "coll/gpu/gpu_round.h"
+#include "coll/engine/step.h"
 #include "base/log.h"
 #include <stdatomic.h>
 #include <string.h>
 
 #define STAGE_MAGIC 0x5a535447u /* "ZSTG" */
-
-enum { PATH_AUTO, PATH_IPC, PATH_OFF };
 
 static atomic_uint_fast64_t n_completed, n_fell_back;
 
@@ -19,30 +17,7 @@ void zap_stage_counts(uint64_t *completed, uint64_t *fell_back)
     *fell_back = atomic_load(&n_fell_back);
 }
 
-bool zap_stage_wanted(zap_coll_op_t *op, size_t bytes)
-{
-    int p = op->comm->size;
-    if (p < 2 || p > ZAP_STAGE_MAX_RANKS || bytes == 0)
-        return false;
-    /* The recursive-doubling allreduce carries the argument header in its
-     * data (its vote could not be read before the data moved); it is chosen
-     * only for small vectors, where the path does not pay. */
-    if (op->kind == ZAP_COLL_ALLREDUCE && op->alg == ZAP_AR_RD)
-        return false;
-    int path = PATH_AUTO;
-    uint64_t min_bytes = 0;
-    if (zap_cfg_get_choice(ZAP_CFG_COLL_GPU_PATH, &path) != ZAP_OK ||
-        zap_cfg_get_u64(ZAP_CFG_COLL_GPU_MIN_BYTES, &min_bytes) != ZAP_OK)
-        return false; /* already logged; the host path is always correct */
-    return path != PATH_OFF && (path == PATH_IPC || bytes >= min_bytes) && zap_stage_device_present();
-}
-
-/* The vote rides in a lane of the header's lanes word (zap_coll_hdr_vote). */
-_Static_assert(ZAP_LANE_N <= ZAP_STAGE_VOTE_LANE && ZAP_STAGE_VOTE_LANE < 8, "the vote lane is free");
-
-void zap_stage_vote(zap_coll_op_t *op, bool can) { zap_coll_hdr_vote(op, ZAP_STAGE_VOTE_LANE, can); }
-
-bool zap_stage_voted_yes(const zap_coll_op_t *op) { return zap_coll_hdr_voted_yes(op, ZAP_STAGE_VOTE_LANE); }
+bool zap_gpu_vote(const zap_coll_op_t *op) { return zap_stage_can_move(op->mem); }
 
 void zap_stage_x_init(zap_coll_op_t *op, zap_stage_x_t *x, size_t bytes, bool can)
 {

@@ -16,8 +16,7 @@
 #include <cuda_bf16.h>
 #include <stdint.h>
 extern "C" {
-#include "coll/reduce/reduce.h"
-#include "coll/staging/stage_gpu.h"
+#include "cuda_coll.h"
 #include "base/log.h"
 }
 
@@ -147,7 +146,7 @@ extern "C" zap_status_t zap_cuda_reduce(zap_dtype_t dt, zap_op_t op, void *dst, 
     return check(cudaDeviceSynchronize(), "reduction kernel");
 }
 
-/* The staged collective path (core/coll/staging) queues reductions behind its
+/* The GPU-resident collective path (core/coll/gpu) queues reductions behind its
  * copies on its own stream and waits on an event instead. */
 extern "C" zap_status_t zap_cuda_reduce_async(void *stream, zap_dtype_t dt, zap_op_t op, void *dst, const void *a,
                                               const void *b, size_t n)

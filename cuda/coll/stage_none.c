@@ -1,6 +1,6 @@
 /* CPU-only build: no staging slots, so the GPU-resident collective path
- * always declines and the host algorithms run (core/coll/staging). */
-#include "coll/staging/stage_gpu.h"
+ * always declines and the host algorithms run (core/coll/gpu). */
+#include "cuda_coll.h"
 
 bool zap_stage_device_present(void) { return false; }
 
