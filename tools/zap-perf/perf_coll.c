@@ -482,9 +482,9 @@ int perf_coll_main(int argc, char **argv)
             ctx_t c = {IMPL_ZAP, op, opcomm, &b, count, o.root};
             result_t z = {0}, m = {0};
             uint64_t gpu0, fb0, gpu1, fb1; /* GPU-resident path (core/coll/gpu): did zap's calls take it? */
-            zap_stage_counts(&gpu0, &fb0);
+            zap_coll_gpu_counts(&gpu0, &fb0);
             measure(&c, iters, warmup, reps, &z);
-            zap_stage_counts(&gpu1, &fb1);
+            zap_coll_gpu_counts(&gpu1, &fb1);
             if (use_mpi) {
                 c.impl = IMPL_MPI;
                 measure(&c, iters, warmup, reps, &m);
