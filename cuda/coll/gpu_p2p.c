@@ -460,6 +460,14 @@ void zap_gpu_stage_release(zap_gpu_chan_t *ch)
         ch->stage_holders--;
 }
 
+/* Element sizes (cuda/coll sits below the collectives' layer and its
+ * zap_dtype_size). */
+static size_t dt_bytes(zap_dtype_t dt)
+{
+    static const size_t s[ZAP_DT_COUNT] = {1, 2, 4, 8, 1, 2, 4, 8, 2, 2, 4, 8};
+    return (unsigned)dt < ZAP_DT_COUNT ? s[dt] : 0;
+}
+
 zap_status_t zap_gpu_launch(zap_gpu_chan_t *ch, const zap_gpu_launch_t *l, uint64_t *ticket_p)
 {
     if (!ch->connected)
@@ -468,7 +476,9 @@ zap_status_t zap_gpu_launch(zap_gpu_chan_t *ch, const zap_gpu_launch_t *l, uint6
     size_t slot = (size_t)(t % ZAP_GPU_STATUS_RING);
     if (ch->slot_ticket[slot] != 0)
         return ZAP_ERR_BUSY;
-    size_t esize = zap_dtype_size(l->dt);
+    size_t esize = dt_bytes(l->dt);
+    if (esize == 0)
+        return ZAP_ERR_INVALID_PARAM;
     zap_gpu_kargs_t k;
     memset(&k, 0, sizeof(k));
     k.work = (int)l->work;

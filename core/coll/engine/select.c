@@ -93,9 +93,10 @@ int zap_coll_candidates(const zap_coll_desc_t *desc, const zap_comm_t *comm, siz
         if (a->require == 0 && a->vote_lane == 0)
             break;
     }
-    /* The GPU path goes first; ahead of a candidate that carries the
-     * agreement in this call's data the header names it (header_alg). */
-    if (gpu >= 0 && n > 0) {
+    /* The GPU path goes first unless an algorithm is forced; ahead of a
+     * candidate that carries the agreement in this call's data the header
+     * names it (header_alg). */
+    if (gpu >= 0 && n > 0 && (force < 0 || cand[0] != force)) {
         memmove(cand + 1, cand, (size_t)n);
         cand[0] = (uint8_t)gpu;
         n++;

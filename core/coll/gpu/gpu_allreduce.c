@@ -121,10 +121,13 @@ static void fill_launch(zap_coll_op_t *op, gpu_ar_t *s, zap_gpu_launch_t *l)
     l->root = -1;
     l->src = a->src;
     l->dst = a->dst;
-    l->prefetch_src = a->src_mem == ZAP_MEM_MANAGED;
-    l->prefetch_dst = op->mem == ZAP_MEM_MANAGED;
     l->ok = true;
     if (s->large) {
+        /* Managed pages move to the device ahead of the kernel (a small
+         * call's pages are where its last use left them: a hint per call
+         * would cost more than it saves). */
+        l->prefetch_src = a->src_mem == ZAP_MEM_MANAGED;
+        l->prefetch_dst = op->mem == ZAP_MEM_MANAGED;
         l->stage = s->stage;
         l->stage_in = s->stage_in;
         l->stage_out = s->stage_out;

@@ -132,7 +132,7 @@ static zap_status_t bc_progress(zap_coll_op_t *op)
             l.dst = a->dst;
             l.stage = s->stage;
             l.stage_in = s->stage_in;
-            l.prefetch_src = op->mem == ZAP_MEM_MANAGED;
+            l.prefetch_src = s->large && op->mem == ZAP_MEM_MANAGED;
             l.ok = s->ok;
             if (s->large)
                 l.in[a->root] = s->x.in[a->root];
