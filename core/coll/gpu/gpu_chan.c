@@ -211,6 +211,7 @@ zap_status_t zap_coll_gpu_chan_ready(zap_coll_op_t *op, zap_coll_gpu_x_t *x)
         return chan_failed(op, x, "some rank could not open its peers' channels (CUDA IPC, one host)");
     g->state = ZAP_GPU_CHAN_READY;
     x->chan_step = 0;
+    zap_info("coll: rank %d: communicator %u: GPU path ready (%d ranks)", me, zap_coll_comm_id(op->comm), p);
     return ZAP_OK;
 }
 
