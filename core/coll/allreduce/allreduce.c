@@ -142,9 +142,9 @@ zap_status_t zap_iallreduce(zap_comm_t *comm, const void *sendbuf, void *recvbuf
                          .dt = dt, .op = zop, .root = -1, .hdr_count = count, .mem = ZAP_MEM_HOST};
     if (local == ZAP_OK) {
         a.bytes = count * zap_dtype_size(dt);
-        zap_mem_kind_t out = zap_coll_mem_kind(comm, recvbuf, a.bytes);
-        a.src_mem = a.src == recvbuf ? out : zap_coll_mem_kind(comm, a.src, a.bytes);
-        a.mem = zap_coll_mem_kind_of(a.src_mem, out);
+        a.dst_mem = zap_coll_mem_kind(comm, recvbuf, a.bytes);
+        a.src_mem = a.src == recvbuf ? a.dst_mem : zap_coll_mem_kind(comm, a.src, a.bytes);
+        a.mem = zap_coll_mem_kind_of(a.src_mem, a.dst_mem);
     }
     return zap_coll_post(comm, &zap_allreduce_desc, &a, local, req_p);
 }

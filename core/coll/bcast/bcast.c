@@ -98,7 +98,7 @@ zap_status_t zap_ibcast(zap_comm_t *comm, void *buf, size_t count, zap_dtype_t d
                          .mem = ZAP_MEM_HOST};
     if (local == ZAP_OK) {
         a.bytes = count * esize;
-        a.mem = a.src_mem = zap_coll_mem_kind(comm, buf, a.bytes);
+        a.mem = a.src_mem = a.dst_mem = zap_coll_mem_kind(comm, buf, a.bytes);
     }
     return zap_coll_post(comm, &zap_bcast_desc, &a, local, req_p);
 }

@@ -115,7 +115,7 @@ zap_status_t zap_coll_host_stage(zap_coll_op_t *op)
     }
     op->stage_user = a->dst;
     a->src = a->dst = op->host_stage.ptr;
-    a->src_mem = ZAP_MEM_HOST;
+    a->src_mem = a->dst_mem = ZAP_MEM_HOST;
     op->mem = ZAP_MEM_HOST;
     return ZAP_OK;
 }

@@ -49,7 +49,7 @@ typedef struct zap_coll_args {
     zap_op_t op;
     int root;         /* -1 when the collective has none */
     zap_mem_kind_t mem; /* the operation's memory kind: device if any buffer is, else managed if any is, else host */
-    zap_mem_kind_t src_mem; /* allreduce: where the input lives (the GPU path reads it on the device) */
+    zap_mem_kind_t src_mem, dst_mem; /* where the input and the output live (the GPU path needs both on a GPU) */
     uint64_t hdr_count, hdr_extra; /* the argument header's count and extra words */
 } zap_coll_args_t;
 

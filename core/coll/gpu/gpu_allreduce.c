@@ -127,7 +127,7 @@ static void fill_launch(zap_coll_op_t *op, gpu_ar_t *s, zap_gpu_launch_t *l)
          * call's pages are where its last use left them: a hint per call
          * would cost more than it saves). */
         l->prefetch_src = a->src_mem == ZAP_MEM_MANAGED;
-        l->prefetch_dst = op->mem == ZAP_MEM_MANAGED;
+        l->prefetch_dst = a->dst_mem == ZAP_MEM_MANAGED;
         l->stage = s->stage;
         l->stage_in = s->stage_in;
         l->stage_out = s->stage_out;

@@ -34,8 +34,8 @@ void zap_coll_gpu_counts(uint64_t *completed, uint64_t *fell_back)
 
 bool zap_gpu_vote(const zap_coll_op_t *op)
 {
-    /* An allreduce reads its input on the device too. */
-    if (!zap_gpu_can_move(op->mem) || (op->kind == ZAP_COLL_ALLREDUCE && !zap_gpu_can_move(op->args.src_mem)))
+    /* The kernels read the input and write the output on the device. */
+    if (!zap_gpu_can_move(op->args.src_mem) || !zap_gpu_can_move(op->args.dst_mem))
         return false;
     zap_comm_t *comm = op->comm;
     if (comm->gpu == NULL && (comm->gpu = calloc(1, sizeof(*comm->gpu))) == NULL)
