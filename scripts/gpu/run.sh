@@ -22,15 +22,17 @@
 #             --suite-ranks ranks over shared memory, as ctest runs them at 2 and 4
 #   scaling   tools/zap-verify/gpu-scaling.sh (zap-verify on 1 and 2 GPUs, medians)
 #   gpucoll   the GPU-resident collectives against NCCL (issue 21), not in the
-#             default list: the GPU link map; test_coll_gpu and the protocol
-#             suite; mpi_coll_gpu at --gpucoll-ranks; compute-sanitizer
-#             memcheck on both (mpi_coll_gpu under mpirun), racecheck and
-#             synccheck on the kernels' cases; zap-perf coll --mem device and
-#             --mem managed at 2 ranks (one GPU each), allreduce and broadcast,
-#             8 B to --gpucoll-max with NCCL in the same run; gpucoll.md, the
-#             table of busbw and latency ratios to NCCL with the acceptance
-#             verdicts (busbw >= 0.9x NCCL from 16 MiB, latency <= 0.5x NCCL's
-#             to 256 KiB, wrong = 0)
+#             default list; parts (--gpucoll-parts): tests: the GPU link map,
+#             test_coll_gpu, the protocol suite, mpi_coll_gpu at
+#             --gpucoll-ranks, MPI calls on device pointers through the Open
+#             MPI component; sanitize: compute-sanitizer memcheck on both suites
+#             (mpi_coll_gpu under mpirun), racecheck and synccheck on the
+#             kernels' cases; sweep: zap-perf coll --mem device and --mem
+#             managed at 2 ranks (one GPU each), allreduce and broadcast, 8 B to
+#             --gpucoll-max with NCCL in the same run, and gpucoll.md, the table
+#             of busbw and latency ratios to NCCL with the acceptance verdicts
+#             (busbw >= 0.9x NCCL from 16 MiB, latency <= 0.5x NCCL's to
+#             256 KiB, wrong = 0). scripts/gpu/pack-gpucoll.sh packs just this
 #
 # Options:
 #   --out DIR            where results.tgz (every file written) and run.log go
@@ -63,8 +65,9 @@
 #   --gpucoll-ranks "2 4"  mpi_coll_gpu rank counts (default 2)
 #   --gpucoll-max SIZE   the sweep's largest message (default 1G)
 #   --gpucoll-reps N     streaming passes per size (default 3)
-#   --gpucoll-quick      gpucoll: a short sweep (to 4M, no racecheck/synccheck),
-#                        for a machine of one GPU where NCCL cannot run 2 ranks
+#   --gpucoll-quick      gpucoll: a short sweep (to 4M), for a machine of one GPU
+#                        (NCCL refuses two ranks on one GPU; both ranks time-slice it)
+#   --gpucoll-parts "tests sanitize sweep"  the parts of gpucoll to run (default all)
 set -uo pipefail
 pkg=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 out=${OUT:-/tmp/zap-gpu-out}
@@ -72,7 +75,7 @@ base=""; jobs=$(nproc); gpu_only=""; tregex=""; texclude=""; tlabels="long,plugi
 sregex=""; stimeout=300; p2p_runs=8; p2p_max=64; p2p_bw=""; p2p_mem=host,pool; p2p_staging=""; ranks="2 8"
 coll_mem=host; coll_ops=""; coll_min=8; coll_max=64M; coll_reps=3; coll_runs=1; coll_args=""; coll_algs=auto
 margs=""; suite_ranks=8; scaling_reps=3; v_items=1048576; v_backends="managed pinned"
-gc_ranks=2; gc_max=1G; gc_reps=3; gc_quick=""
+gc_ranks=2; gc_max=1G; gc_reps=3; gc_quick=""; gc_parts="tests sanitize sweep"
 sections=()
 while (($#)); do
   case $1 in
@@ -109,6 +112,7 @@ while (($#)); do
     --gpucoll-max) gc_max=$2; shift ;;
     --gpucoll-reps) gc_reps=$2; shift ;;
     --gpucoll-quick) gc_quick=1 ;;
+    --gpucoll-parts) gc_parts=$2; shift ;;
     -h|--help) sed -n '2,/^set -uo/p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//;$d'; exit 0 ;;
     -*) echo "run.sh: unknown option $1"; exit 2 ;;
     *) sections+=("$1") ;;
@@ -330,8 +334,10 @@ sec_scaling() {
 }
 
 # Issue 21's measurement: everything the GPU-resident collectives need in one
-# section (see the header). NVLink multicast stays off (KINDS.md): NCCL is
-# run with NCCL_NVLS_ENABLE=0 and zap never calls cuMulticastCreate.
+# section (see the header), in parts that fit one device call together
+# (scripts/gpu/pack-gpucoll.sh makes a package holding just these). NVLink
+# multicast stays off (KINDS.md): NCCL runs with NCCL_NVLS_ENABLE=0 and zap
+# never calls cuMulticastCreate.
 sec_gpucoll() {
   [ "$ngpu" -ge 1 ] || { skip gpucoll "no GPU"; return; }
   export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
@@ -341,47 +347,62 @@ sec_gpucoll() {
     local nd; nd=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib"))' 2>/dev/null)
     [ -n "$nd" ] && [ -e "$nd/libnccl.so.2" ] && L="$L:$nd" && echo "NCCL from $nd"
   fi
-  log "gpucoll: the GPUs and their links"
-  { nvidia-smi -L; nvidia-smi topo -m; } 2>&1 | tee "$out/gpucoll_topo.txt"
   local cs; cs=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
   local tg="$tr/tests/coll/test_coll_gpu" tp="$tr/tests/coll/test_coll_gpu_protocol" tm="$tr/mpi_tests/coll/mpi_coll_gpu"
-  local menv=(-x UCX_TLS=self,sm -x ZAP_TIMEOUT=60 -x LD_LIBRARY_PATH="$L" -x NCCL_NVLS_ENABLE=0)
-  log "gpucoll: test_coll_gpu (thread ranks on this process's GPU)"
-  LD_LIBRARY_PATH="$L" timeout 600 "$tg" > "$out/gpucoll_test_coll_gpu.txt" 2>&1; echo "test_coll_gpu rc=$?"
-  grep -E "^\[  (PASSED|FAILED|SKIPPED) |^\[  FAILED  \]|Failure" "$out/gpucoll_test_coll_gpu.txt" | head -20
-  LD_LIBRARY_PATH="$L" timeout 300 "$tp" > "$out/gpucoll_protocol.txt" 2>&1; echo "test_coll_gpu_protocol rc=$?"
-  grep -E "^\[  (PASSED|FAILED) " "$out/gpucoll_protocol.txt"
-  for np in $gc_ranks; do
-    log "gpucoll: mpi_coll_gpu, $np ranks (one GPU each where there are enough)"
-    mpirun_ 600 "${margs[@]}" -np "$np" --mca pml ob1 --mca btl self,vader "${menv[@]}" "$tm" \
-      > "$out/gpucoll_mpi_np$np.txt" 2>&1; echo "mpi_coll_gpu np$np rc=$?"
-    grep -E "^\[  (PASSED|FAILED|SKIPPED) |^\[  FAILED  \]|reallocations" "$out/gpucoll_mpi_np$np.txt" | head -20
-  done
-  if [ -n "$cs" ]; then
-    log "gpucoll: compute-sanitizer"
-    local f='GpuStage.*:CudaReduce.*'
-    LD_LIBRARY_PATH="$L" timeout 900 "$cs" --tool memcheck --error-exitcode 9 "$tg" --gtest_filter="$f" \
-      > "$out/gpucoll_memcheck.txt" 2>&1; echo "memcheck test_coll_gpu rc=$? $(grep -m1 'ERROR SUMMARY' "$out/gpucoll_memcheck.txt")"
-    mpirun_ 900 "${margs[@]}" -np 2 --mca pml ob1 --mca btl self,vader "${menv[@]}" "$cs" --tool memcheck \
-      --error-exitcode 9 "$tm" > "$out/gpucoll_memcheck_mpi.txt" 2>&1
-    echo "memcheck mpi_coll_gpu np2 rc=$? $(grep 'ERROR SUMMARY' "$out/gpucoll_memcheck_mpi.txt" | sort | uniq -c | tr '\n' ' ')"
-    if [ -z "$gc_quick" ]; then
-      for tool in racecheck synccheck; do
-        LD_LIBRARY_PATH="$L" timeout 900 "$cs" --tool "$tool" --error-exitcode 9 "$tg" \
-          --gtest_filter='GpuStage.BcastFromEveryRoot:GpuStage.AllreduceRankCountsSizesAndBuffers' \
-          > "$out/gpucoll_$tool.txt" 2>&1; echo "$tool test_coll_gpu rc=$? $(grep -m1 'ERROR SUMMARY' "$out/gpucoll_$tool.txt")"
-      done
+  local menv=(--mca pml ob1 --mca btl self,vader -x UCX_TLS=self,sm -x ZAP_TIMEOUT=60 -x LD_LIBRARY_PATH="$L"
+              -x NCCL_NVLS_ENABLE=0)
+  local sum='^\[ +(OK|FAILED|SKIPPED) +\]|^\[  (PASSED|FAILED) |Failure|reallocations'
+  if [[ " $gc_parts " == *" tests "* ]]; then
+    log "gpucoll: the GPUs and their links"
+    { nvidia-smi -L; nvidia-smi topo -m; } 2>&1 | tee "$out/gpucoll_topo.txt"
+    log "gpucoll: test_coll_gpu (thread ranks of one process on its GPU)"
+    LD_LIBRARY_PATH="$L" timeout 120 "$tg" > "$out/gpucoll_test_coll_gpu.txt" 2>&1; echo "test_coll_gpu rc=$?"
+    grep -E "$sum" "$out/gpucoll_test_coll_gpu.txt" | head -30
+    LD_LIBRARY_PATH="$L" timeout 120 "$tp" > "$out/gpucoll_protocol.txt" 2>&1; echo "test_coll_gpu_protocol rc=$?"
+    grep -E '^\[  (PASSED|FAILED) ' "$out/gpucoll_protocol.txt"
+    for np in $gc_ranks; do
+      log "gpucoll: mpi_coll_gpu, $np ranks (one GPU each, as far as there are GPUs)"
+      mpirun_ 150 "${margs[@]}" -np "$np" "${menv[@]}" "$tm" > "$out/gpucoll_mpi_np$np.txt" 2>&1
+      echo "mpi_coll_gpu np$np rc=$?"; grep -E "$sum" "$out/gpucoll_mpi_np$np.txt" | head -20
+    done
+    if [ -x "$tr/mpi_tests/coll/gpu_component_check" ] && [ -e "$tr/plugin/ompi/mca_coll_zap.so" ]; then
+      log "gpucoll: MPI_Allreduce / MPI_Bcast on device pointers through the Open MPI component"
+      LD_LIBRARY_PATH="$L" ZAP_TEST_MPIEXEC=mpirun ZAP_TEST_OMPI_INFO=ompi_info ZAP_TEST_TIMEOUT=120 \
+        sh "$pkg/src/mpi_tests/coll/gpu_component_check.sh" "$tr/plugin/ompi" "$tr/mpi_tests/coll/gpu_component_check" 2 \
+        > "$out/gpucoll_component.txt" 2>&1; echo "component rc=$?"
+      grep -E "^(PASS|FAIL|SKIP)|stats rank 0: (allreduce|bcast)|GPU path ready" "$out/gpucoll_component.txt" | head -8
+    else
+      skip "gpucoll component" "no Open MPI component or check program in the package"
     fi
-  else
-    skip "gpucoll sanitizer" "no compute-sanitizer on this host"
   fi
+  if [[ " $gc_parts " == *" sanitize "* ]]; then
+    if [ -n "$cs" ]; then
+      log "gpucoll: compute-sanitizer (memcheck; racecheck and synccheck on the kernels' cases)"
+      local f='CudaReduce.*:GpuStage.AllreduceEveryType*:GpuStage.BcastFromEveryRoot:GpuStage.SeveralOutstanding*'
+      LD_LIBRARY_PATH="$L" ZAP_TIMEOUT=60 timeout 200 "$cs" --tool memcheck --error-exitcode 9 "$tg" --gtest_filter="$f" \
+        > "$out/gpucoll_memcheck.txt" 2>&1
+      echo "memcheck test_coll_gpu rc=$? $(grep -m1 'ERROR SUMMARY' "$out/gpucoll_memcheck.txt")"
+      mpirun_ 150 "${margs[@]}" -np 2 "${menv[@]}" "$cs" --tool memcheck --error-exitcode 9 "$tm" \
+        --gtest_filter='*SizesEightBytes*:*BufferReuse*:*Bcast*:*Managed*' > "$out/gpucoll_memcheck_mpi.txt" 2>&1
+      echo "memcheck mpi_coll_gpu np2 rc=$? $(grep 'ERROR SUMMARY' "$out/gpucoll_memcheck_mpi.txt" | sort | uniq -c | tr '\n' ' ')"
+      for tool in racecheck synccheck; do
+        LD_LIBRARY_PATH="$L" ZAP_TIMEOUT=60 timeout 100 "$cs" --tool "$tool" --error-exitcode 9 "$tg" \
+          --gtest_filter='GpuStage.AllreduceRankCountsSizesAndBuffers:GpuStage.BcastFromEveryRoot' \
+          > "$out/gpucoll_$tool.txt" 2>&1
+        echo "$tool test_coll_gpu rc=$? $(grep -m1 'ERROR SUMMARY' "$out/gpucoll_$tool.txt")"
+      done
+    else
+      skip "gpucoll sanitizer" "no compute-sanitizer on this host"
+    fi
+  fi
+  [[ " $gc_parts " == *" sweep "* ]] || return 0
   local max=$gc_max; [ -n "$gc_quick" ] && max=4M
   for mem in device managed; do
     log "gpucoll: zap-perf coll --mem $mem, 2 ranks, against NCCL"
-    mpirun_ 900 "${margs[@]}" -np 2 -x UCX_TLS=self,sm,cma -x LD_LIBRARY_PATH="$L" -x NCCL_NVLS_ENABLE=0 \
+    mpirun_ 280 "${margs[@]}" -np 2 -x UCX_TLS=self,sm,cma -x LD_LIBRARY_PATH="$L" -x NCCL_NVLS_ENABLE=0 \
       "$tr/tools/zap-perf/zap-perf" coll --mem "$mem" --op allreduce,bcast --min 8 --max "$max" --reps "$gc_reps" \
-      --csv "$out/gpucoll_$mem.csv" > "$out/gpucoll_$mem.txt" 2>&1; echo "zap-perf $mem rc=$?"
-    grep -vE "^#" "$out/gpucoll_$mem.txt" | cut -c1-60 | head -3
+      --no-mpi --csv "$out/gpucoll_$mem.csv" > "$out/gpucoll_$mem.txt" 2>&1; echo "zap-perf $mem rc=$?"
+    grep -E "NCCL|rank" "$out/gpucoll_$mem.txt" | head -3
   done
   python3 - "$out" <<'PY' | tee "$out/gpucoll.md"
 import csv, os, sys
