@@ -419,8 +419,9 @@ for r in rows:
     b = int(r['bytes']); bx = float(r.get('busbw_x_nccl') or 0); lx = float(r.get('lat_x_nccl') or 0)
     wrong = int(r['zap_wrong']); v = []
     if wrong: v.append('WRONG')
-    if (16 << 20) <= b <= (1 << 30): v.append('bw ok' if bx >= 0.9 else 'BW LOW'); checked += 1
-    if b <= (256 << 10): v.append('lat ok' if 0 < lx <= 0.5 else 'LAT HIGH'); checked += 1
+    if float(r.get('nccl_busbw') or 0) <= 0: v.append('no NCCL')
+    elif (16 << 20) <= b <= (1 << 30): v.append('bw ok' if bx >= 0.9 else 'BW LOW'); checked += 1
+    if 'no NCCL' not in v and b <= (256 << 10): v.append('lat ok' if 0 < lx <= 0.5 else 'LAT HIGH'); checked += 1
     bad += sum(x in ('WRONG', 'BW LOW', 'LAT HIGH') for x in v)
     print(f"| {r['op']} | {r['mem']} | {b} | {r['alg']} | {float(r['zap_busbw']):.1f} | {float(r['nccl_busbw']):.1f} | "
           f"{bx:.2f} | {float(r['zap_lat_avg']):.2f} | {float(r.get('nccl_lat_us') or 0):.2f} | {lx:.2f} | {wrong} | "
