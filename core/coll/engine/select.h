@@ -9,7 +9,8 @@
  * table order; a forced algorithm (ZAP_<COLL>_ALG, params) goes first and
  * the automatic candidates follow it, except single-copy rows, which run
  * only when named or chosen automatically. The GPU path goes first when its
- * predicates hold (this rank's buffers among them); where the next candidate
+ * predicates hold (this rank's buffers among them) and no algorithm is
+ * forced; where the next candidate
  * would carry the agreement in its data for this size, the header names the
  * GPU path, so a rank that passed host memory to the same small call (it
  * agrees with its data) reports ZAP_ERR_MISMATCH with the others.
