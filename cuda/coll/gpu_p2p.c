@@ -556,7 +556,7 @@ zap_status_t zap_gpu_test(zap_gpu_chan_t *ch, uint64_t ticket)
         /* Not finished, or failed without a word: ask the stream now and then
          * (a driver call), so a failed launch or a fault is not waited on
          * forever. */
-        if ((++ch->polls & 7) != 0)
+        if ((++ch->polls & 63) != 0)
             return ZAP_INPROGRESS;
         cudaError_t err = cudaStreamQuery(ch->stream);
         if (err == cudaErrorNotReady)
