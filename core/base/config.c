@@ -90,11 +90,13 @@ static const cfg_row_t rows[] = {
                                CFG_UINT, NULL, 0, UINT64_MAX},
     [ZAP_CFG_COLL_GPU_PATH] = {{"ZAP_COLL_GPU_PATH", "auto", "auto|ipc|off",
                                 "Allreduce and broadcast on managed or device buffers of ranks on one host: "
-                                "move the data GPU to GPU through CUDA IPC staging buffers (auto: from "
-                                "ZAP_COLL_GPU_MIN_BYTES, ipc: at every size) or always through the host "
-                                "transport (off). Where ranks differ, all use the host transport."},
+                                "kernels move the data GPU to GPU through peer-mapped memory (CUDA IPC; auto: "
+                                "from ZAP_COLL_GPU_MIN_BYTES, ipc: at every size), or the host algorithms run "
+                                "on host copies (off). A call whose ranks do not all pass GPU-resident buffers "
+                                "runs on the host; a small one, whose agreement carries its data, is a "
+                                "mismatch."},
                                CFG_CHOICE, "auto|ipc|off", 0, 0},
-    [ZAP_CFG_COLL_GPU_MIN_BYTES] = {{"ZAP_COLL_GPU_MIN_BYTES", "64K", "bytes, 0 to 1T",
+    [ZAP_CFG_COLL_GPU_MIN_BYTES] = {{"ZAP_COLL_GPU_MIN_BYTES", "0", "bytes, 0 to 1T",
                                      "Smallest allreduce or broadcast that takes the GPU path under "
                                      "ZAP_COLL_GPU_PATH=auto."},
                                     CFG_SIZE, NULL, 0, 1024 * GiB},

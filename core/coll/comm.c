@@ -7,6 +7,7 @@
 #include "coll/engine/op.h"
 #include "coll/engine/select.h"
 #include "coll/engine/step.h"
+#include "coll/gpu/gpu.h"
 #include "coll/shm/shm.h"
 #include "transport/checksum.h"
 #include "base/log.h"
@@ -51,6 +52,7 @@ static zap_comm_t *comm_alloc(zap_transport_t *t, int rank, int size, int *ranks
 
 static void comm_free(zap_comm_t *c)
 {
+    zap_coll_gpu_destroy(c);
     zap_coll_shm_detach(c->shm);
     zap_coll_op_free_list(c);
     free(c->ranks);
@@ -335,7 +337,7 @@ static const char *first_algorithm(const zap_comm_t *comm, const zap_coll_desc_t
 {
     uint8_t cand[ZAP_COLL_MAX_CANDS];
     zap_coll_form_t form = desc->form != NULL ? desc->form(comm) : ZAP_COLL_FORM_RD;
-    int n = zap_coll_candidates(desc, comm, bytes, form, comm->set.alg[desc->kind], cand);
+    int n = zap_coll_candidates(desc, comm, bytes, ZAP_MEM_HOST, form, comm->set.alg[desc->kind], cand);
     for (int i = 0; i < n; i++)
         if (!desc->algs[cand[i]].local)
             return desc->algs[cand[i]].name;

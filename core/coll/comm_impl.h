@@ -14,6 +14,7 @@
 
 typedef struct zap_coll_op zap_coll_op_t;
 struct zap_coll_shm;
+struct zap_coll_gpu;
 
 /* Settings captured once, when the communicator is made: explicit params,
  * else the environment then, else the table default (comm_params.c). Nothing
@@ -51,6 +52,7 @@ typedef struct zap_coll_cands_memo {
     size_t bytes;
     uint8_t n;     /* 0: nothing remembered */
     uint8_t votes; /* some candidate votes */
+    uint8_t gpu;   /* this rank's buffers were GPU-resident (the GPU path's local predicate) */
     uint8_t cand[8];
 } zap_coll_cands_memo_t;
 
@@ -76,6 +78,8 @@ struct zap_comm {
     zap_status_t setup_status;   /* ZAP_COLL_SETUP_FAILED: why */
     zap_coll_settings_t set;
     zap_coll_cands_memo_t memo[ZAP_COLL_KIND_MAX];
+    struct zap_coll_gpu *gpu;    /* the GPU path's channel and launch order (coll/gpu), NULL until it is voted for */
+    bool gpu_off;                /* agreed: the GPU path cannot run on this communicator (its channel failed) */
 };
 
 /* The context's top bit is set for ids zap assigns itself (zap_comm_create,

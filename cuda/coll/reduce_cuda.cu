@@ -6,60 +6,26 @@
  * blocks; one element per thread per iteration. zap_cuda_reduce runs them on
  * the legacy default stream and waits (the host algorithms' steps are
  * synchronous with respect to their data); zap_cuda_reduce_async queues them
- * on the staged path's stream. Semantics match the CPU loops in
- * core/coll/reduce/reduce_cpu.c bit for bit: integer sum and product wrap
- * (computed unsigned), float min/max return a unless b is strictly
- * smaller/larger, float16/bfloat16 combine in float and round to nearest
- * even once. Every CUDA call is checked. */
+ * on a given stream. Semantics (combine.cuh) match the CPU loops in
+ * core/coll/reduce/reduce_cpu.c bit for bit. Every CUDA call is checked. */
 #include <cuda_runtime.h>
-#include <cuda_fp16.h>
-#include <cuda_bf16.h>
 #include <stdint.h>
+#include "combine.cuh"
 extern "C" {
 #include "cuda_coll.h"
 #include "base/log.h"
 }
 
-template <typename T> struct wrap { typedef T type; };
-template <> struct wrap<int8_t> { typedef uint8_t type; };
-template <> struct wrap<int16_t> { typedef uint16_t type; };
-template <> struct wrap<int32_t> { typedef uint32_t type; };
-template <> struct wrap<int64_t> { typedef uint64_t type; };
-
-template <typename T> __device__ __forceinline__ T combine_int(zap_op_t op, T a, T b)
-{
-    typedef typename wrap<T>::type U;
-    switch (op) {
-    case ZAP_OP_SUM: return (T)(U)((U)a + (U)b);
-    case ZAP_OP_PROD: return (T)(U)((U)a * (U)b);
-    case ZAP_OP_MIN: return a < b ? a : b;
-    case ZAP_OP_MAX: return a > b ? a : b;
-    case ZAP_OP_BAND: return (T)(a & b);
-    case ZAP_OP_BOR: return (T)(a | b);
-    default: return (T)(a ^ b);
-    }
-}
-
-template <typename T> __device__ __forceinline__ T combine_float(zap_op_t op, T a, T b)
-{
-    switch (op) {
-    case ZAP_OP_SUM: return a + b;
-    case ZAP_OP_PROD: return a * b;
-    case ZAP_OP_MIN: return b < a ? b : a;
-    default: return b > a ? b : a;
-    }
-}
-
 template <typename T> __global__ void reduce_int_kernel(zap_op_t op, T *d, const T *a, const T *b, size_t n)
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-        d[i] = combine_int<T>(op, a[i], b[i]);
+        d[i] = zap_combine_int<T>(op, a[i], b[i]);
 }
 
 template <typename T> __global__ void reduce_float_kernel(zap_op_t op, T *d, const T *a, const T *b, size_t n)
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-        d[i] = combine_float<T>(op, a[i], b[i]);
+        d[i] = zap_combine_float<T>(op, a[i], b[i]);
 }
 
 /* float16 / bfloat16 through float; __float2half_rn / __float2bfloat16_rn
@@ -67,14 +33,14 @@ template <typename T> __global__ void reduce_float_kernel(zap_op_t op, T *d, con
 __global__ void reduce_half_kernel(zap_op_t op, __half *d, const __half *a, const __half *b, size_t n)
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-        d[i] = __float2half_rn(combine_float<float>(op, __half2float(a[i]), __half2float(b[i])));
+        d[i] = __float2half_rn(zap_combine_float<float>(op, __half2float(a[i]), __half2float(b[i])));
 }
 
 __global__ void reduce_bf16_kernel(zap_op_t op, __nv_bfloat16 *d, const __nv_bfloat16 *a, const __nv_bfloat16 *b,
                                    size_t n)
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-        d[i] = __float2bfloat16_rn(combine_float<float>(op, __bfloat162float(a[i]), __bfloat162float(b[i])));
+        d[i] = __float2bfloat16_rn(zap_combine_float<float>(op, __bfloat162float(a[i]), __bfloat162float(b[i])));
 }
 
 static zap_status_t check(cudaError_t err, const char *what)
@@ -87,7 +53,7 @@ static zap_status_t check(cudaError_t err, const char *what)
 
 extern "C" zap_mem_kind_t zap_cuda_ptr_kind(const void *ptr)
 {
-    if (!zap_stage_device_present()) /* asked once: no device, every pointer is host memory */
+    if (!zap_gpu_device_present()) /* asked once: no device, every pointer is host memory */
         return ZAP_MEM_HOST;
     cudaPointerAttributes attr;
     cudaError_t err = cudaPointerGetAttributes(&attr, ptr);
@@ -146,8 +112,7 @@ extern "C" zap_status_t zap_cuda_reduce(zap_dtype_t dt, zap_op_t op, void *dst, 
     return check(cudaDeviceSynchronize(), "reduction kernel");
 }
 
-/* The GPU-resident collective path (core/coll/gpu) queues reductions behind its
- * copies on its own stream and waits on an event instead. */
+/* Queued on a caller's stream (zap-gpu-bounds times the kernel this way). */
 extern "C" zap_status_t zap_cuda_reduce_async(void *stream, zap_dtype_t dt, zap_op_t op, void *dst, const void *a,
                                               const void *b, size_t n)
 {

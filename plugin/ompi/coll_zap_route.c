@@ -12,6 +12,7 @@
  * byte count of the call's type signature and the module's state, all equal
  * on every rank of the call; the callers add the op and the basic type. */
 #include "coll_zap.h"
+#include "cuda_coll.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,13 +87,31 @@ void coll_zap_count(coll_zap_coll_t coll, int nb, coll_zap_why_t why)
 
 coll_zap_why_t coll_zap_route_sized(const coll_zap_module_t *m, coll_zap_coll_t coll, int nb, size_t bytes)
 {
+    return coll_zap_route_kind(m, coll, nb, bytes, false);
+}
+
+bool coll_zap_gpu_memory(const void *buf)
+{
+    if (buf == NULL || buf == MPI_IN_PLACE)
+        return false;
+    zap_mem_kind_t k = zap_cuda_ptr_kind(buf);
+    return k == ZAP_MEM_DEVICE || k == ZAP_MEM_MANAGED;
+}
+
+bool coll_zap_device_memory(const void *buf)
+{
+    return buf != NULL && buf != MPI_IN_PLACE && zap_cuda_ptr_kind(buf) == ZAP_MEM_DEVICE;
+}
+
+coll_zap_why_t coll_zap_route_kind(const coll_zap_module_t *m, coll_zap_coll_t coll, int nb, size_t bytes, bool gpu)
+{
     const coll_zap_route_state_t *s = &mca_coll_zap_component.route[coll];
     coll_zap_why_t why = COLL_ZAP_TAKEN;
     if (m->zcomm == NULL || m->failed)
         why = COLL_ZAP_STOPPED;
     else if (!s->enable || (nb && !mca_coll_zap_component.nonblocking))
         why = COLL_ZAP_OFF;
-    else if (coll_zap_routes[coll].bytes_means != NULL &&
+    else if (coll_zap_routes[coll].bytes_means != NULL && !gpu &&
              (bytes == 0 || bytes < m->min_bytes[coll] || (m->max_bytes[coll] != 0 && bytes > m->max_bytes[coll])))
         why = COLL_ZAP_SIZE;
     if (why != COLL_ZAP_TAKEN) {

@@ -20,12 +20,17 @@
  *
  * --mem host: malloc'd buffers. managed: buffers from a CUDA managed pool
  * given to the transport (zap's intended use); device: cudaMalloc buffers
- * (needs a CUDA-aware UCX). For managed and device a further column gives the
- * host-staging copy bandwidth (cudaMemcpy device to pinned host, same bytes),
- * the yardstick for GPU-resident collectives; MPI runs on host and managed
- * buffers only unless --mpi-device. The alg column reads "gpu" when zap's
- * calls took the GPU-resident path (core/coll/gpu; counted, not assumed),
- * "gpu+host" when some of them fell back to the host algorithms. */
+ * (zap's GPU path, or its host algorithms on host copies). For managed and
+ * device a further column gives the host-staging copy bandwidth (cudaMemcpy
+ * device to pinned host, same bytes); MPI runs on host and managed buffers
+ * only unless --mpi-device. The alg column reads "gpu" when zap's calls took
+ * the GPU-resident path (core/coll/gpu; counted, not assumed), "gpu+host"
+ * when some of them fell back to the host algorithms.
+ *
+ * NCCL (where libnccl.so.2 loads; NVLink multicast forced off): the same
+ * operation on cudaMalloc buffers, its streaming time and busbw, its
+ * isolated latency (launch + stream synchronise between barriers), and the
+ * ratios zap busbw / NCCL busbw and zap latency / NCCL latency ("x nccl"). */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -435,7 +440,7 @@ int perf_coll_main(int argc, char **argv)
                       "op,mem,ranks,bytes,count,iters,alg,zap_time_us,zap_algbw,zap_busbw,zap_wrong,mpi_time_us,"
                       "mpi_algbw,mpi_busbw,mpi_wrong,busbw_ratio,zap_lat_avg,zap_lat_min,zap_lat_max,mpi_lat_avg,"
                       "mpi_lat_min,mpi_lat_max,lat_ratio,stage_GBps,nccl_time_us,nccl_busbw,zap_lat_med,mpi_lat_med,med_ratio,"
-                      "reps,zap_stream_min,mpi_stream_min",
+                      "reps,zap_stream_min,mpi_stream_min,nccl_lat_us,busbw_x_nccl,lat_x_nccl",
                       g_rank) != 0)
         return 1;
     if (g_rank == 0) {
@@ -482,9 +487,9 @@ int perf_coll_main(int argc, char **argv)
             ctx_t c = {IMPL_ZAP, op, opcomm, &b, count, o.root};
             result_t z = {0}, m = {0};
             uint64_t gpu0, fb0, gpu1, fb1; /* GPU-resident path (core/coll/gpu): did zap's calls take it? */
-            zap_stage_counts(&gpu0, &fb0);
+            zap_coll_gpu_counts(&gpu0, &fb0);
             measure(&c, iters, warmup, reps, &z);
-            zap_stage_counts(&gpu1, &fb1);
+            zap_coll_gpu_counts(&gpu1, &fb1);
             if (use_mpi) {
                 c.impl = IMPL_MPI;
                 measure(&c, iters, warmup, reps, &m);
@@ -494,17 +499,19 @@ int perf_coll_main(int argc, char **argv)
             const char *alg = op == OP_ALLREDUCE ? attr.allreduce_algorithm : attr.bcast_algorithm;
             if (gpu1 > gpu0)
                 alg = fb1 > fb0 ? "gpu+host" : "gpu"; /* peer copies over CUDA IPC; "+host": some fell back */
-            double stage = 0, nccl_us = 0, nccl_busbw = 0;
+            double stage = 0, nccl_us = 0, nccl_busbw = 0, nccl_lat = 0;
 #ifdef ZAP_PERF_HAVE_CUDA
             if (kind != 0)
                 stage = staging_gbps(&b, bytes);
 #endif
 #ifdef ZAP_PERF_HAVE_NCCL
-            if (use_nccl && perf_nccl_run(op == OP_ALLREDUCE, bytes, iters, warmup, o.root, &nccl_us) == 0)
+            if (use_nccl && perf_nccl_run(op == OP_ALLREDUCE, bytes, iters, warmup, o.root, &nccl_us, &nccl_lat) == 0)
                 nccl_busbw = (double)bytes / (nccl_us * 1e-6) / 1e9 * (op == OP_ALLREDUCE ? 2.0 * (g_size - 1) / g_size : 1.0);
 #endif
             total_wrong += z.wrong + m.wrong;
             double bx = use_mpi && m.busbw > 0 ? z.busbw / m.busbw : 0, lx = use_mpi && m.lat_avg > 0 ? z.lat_avg / m.lat_avg : 0;
+            /* Against NCCL: busbw zap / NCCL (higher: zap faster), isolated latency zap / NCCL (lower: zap faster). */
+            double nbx = nccl_busbw > 0 ? z.busbw / nccl_busbw : 0, nlx = nccl_lat > 0 ? z.lat_avg / nccl_lat : 0;
             if (g_rank == 0) {
                 printf("%-9s %10zu %9zu %-12.12s | %9.2f %8.3f %8.3f %5ld | %9.2f %8.3f %8.3f %5ld | %7.2f | %8.2f %8.2f "
                        "%8.2f | %8.2f %8.2f %8.2f | %6.2f",
@@ -516,17 +523,19 @@ int perf_coll_main(int argc, char **argv)
                 if (kind != 0)
                     printf(" | stage %.2f GB/s", stage);
                 if (nccl_us > 0)
-                    printf(" | nccl %.2f us %.3f GB/s", nccl_us, nccl_busbw);
+                    printf(" | nccl %.2f us %.3f GB/s lat %.2f | x nccl busbw %.2f lat %.2f", nccl_us, nccl_busbw,
+                           nccl_lat, nbx, nlx);
                 printf("\n");
                 fflush(stdout);
                 if (out.csv)
                     fprintf(out.csv,
                             "%s,%s,%d,%zu,%zu,%ld,%s,%.3f,%.4f,%.4f,%ld,%.3f,%.4f,%.4f,%ld,%.4f,%.3f,%.3f,%.3f,%.3f,%.3f,"
-                            "%.3f,%.4f,%.4f,%.3f,%.4f,%.3f,%.3f,%.4f,%ld,%.3f,%.3f\n",
+                            "%.3f,%.4f,%.4f,%.3f,%.4f,%.3f,%.3f,%.4f,%ld,%.3f,%.3f,%.3f,%.4f,%.4f\n",
                             tok, o.mem, g_size, bytes, count, iters, alg, z.time_us, z.algbw, z.busbw, z.wrong,
                             m.time_us, m.algbw, m.busbw, m.wrong, bx, z.lat_avg, z.lat_min, z.lat_max, m.lat_avg,
                             m.lat_min, m.lat_max, lx, stage, nccl_us, nccl_busbw, z.lat_med, m.lat_med,
-                            use_mpi && m.lat_med > 0 ? z.lat_med / m.lat_med : 0, reps, z.stream_min, m.stream_min);
+                            use_mpi && m.lat_med > 0 ? z.lat_med / m.lat_med : 0, reps, z.stream_min, m.stream_min,
+                            nccl_lat, nbx, nlx);
             }
         }
         zap_comm_destroy(forced);

@@ -12,8 +12,9 @@
  *                 segment's large area beyond. Ranks on one host.
  *   cma           single copy: each rank reduces its block reading the
  *                 others' buffers directly. Large host vectors, one host.
- *   gpu           the GPU-resident path (coll/gpu): peer copies between the
- *                 GPUs' staging slots. Managed or device buffers, one host.
+ *   gpu           the GPU-resident path (coll/gpu): kernels that read and
+ *                 write the peers' GPU memory. Managed or device buffers, one
+ *                 host, every size.
  *
  * The rows below are the automatic choice (docs/collectives.md,
  * "Selection", says why each bound is where it is); ZAP_ALLREDUCE_ALG or
@@ -57,14 +58,16 @@ static const zap_coll_alg_t algs[ZAP_AR_NALGS] = {
                     .init = zap_allreduce_cma_init,
                     .require = ZAP_COLL_PRED_SAME_HOST | ZAP_COLL_PRED_SINGLE_COPY | ZAP_COLL_PRED_HOST_MEMORY,
                     .vote_lane = ZAP_COLL_LANE_VOTE_HOST, .vote = zap_allreduce_cma_vote, .by_name = true},
-    [ZAP_AR_GPU] = {.name = "gpu", .description = "peer copies between the GPUs' staging slots (CUDA IPC)",
+    [ZAP_AR_GPU] = {.name = "gpu",
+                    .description = "kernels reading and writing the peers' GPU memory (one-shot; reduce-scatter + "
+                                   "allgather from 1 MiB)",
                     .init = zap_gpu_allreduce_init, .require = ZAP_COLL_PRED_GPU_PATH | ZAP_COLL_PRED_GPU_MEMORY,
-                    .vote_lane = ZAP_COLL_LANE_VOTE_GPU, .vote = zap_gpu_vote, .local = true},
+                    .vote_lane = ZAP_COLL_LANE_VOTE_GPU, .vote = zap_gpu_vote, .local = true, .gpu_buffers = true},
 };
 
 /* Every row that holds is a candidate, in this order. */
 static const zap_coll_row_t rows[] = {
-    {ZAP_AR_GPU, 2, 8, ALL_BYTES, 0, 0, "GPU-resident buffers on one host: GPU to GPU, not through host memory"},
+    {ZAP_AR_GPU, 2, 8, ALL_BYTES, 0, 0, "GPU-resident buffers on one host: GPU to GPU over peer mappings, every size"},
     {ZAP_AR_CMA, SHM_RANKS, KiB(256), SIZE_MAX, 0, ZAP_COLL_PRED_OVERSUBSCRIBED,
      "large host vectors on one host: one copy per byte, no staging area"},
     {ZAP_AR_CMA, SHM_RANKS, ALL_BYTES, ZAP_COLL_PRED_OVERSUBSCRIBED, ZAP_COLL_PRED_FITS_SHM,
@@ -139,7 +142,9 @@ zap_status_t zap_iallreduce(zap_comm_t *comm, const void *sendbuf, void *recvbuf
                          .dt = dt, .op = zop, .root = -1, .hdr_count = count, .mem = ZAP_MEM_HOST};
     if (local == ZAP_OK) {
         a.bytes = count * zap_dtype_size(dt);
-        a.mem = zap_coll_mem_kind(comm, recvbuf, a.bytes);
+        a.dst_mem = zap_coll_mem_kind(comm, recvbuf, a.bytes);
+        a.src_mem = a.src == recvbuf ? a.dst_mem : zap_coll_mem_kind(comm, a.src, a.bytes);
+        a.mem = zap_coll_mem_kind_of(a.src_mem, a.dst_mem);
     }
     return zap_coll_post(comm, &zap_allreduce_desc, &a, local, req_p);
 }

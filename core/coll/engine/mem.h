@@ -12,6 +12,20 @@
  * is host memory and the transport's pool is managed memory, else the
  * transport's pool. Logged on failure. */
 zap_status_t zap_coll_scratch(zap_coll_op_t *op, zap_buf_t *buf, size_t size);
+/* Host memory whatever op's kind (the GPU path's small messages). Logged on
+ * failure. */
+zap_status_t zap_coll_host_scratch(zap_coll_op_t *op, zap_buf_t *buf, size_t size);
+
+/* Before a candidate that does not run on device buffers itself: when op's
+ * kind is device memory, its data moves into a host copy (op->host_stage)
+ * and op runs there as on host memory; zap_coll_host_unstage copies the
+ * result back into the user's output once op completed. Allreduce and
+ * broadcast only (ZAP_ERR_UNSUPPORTED for the other collectives). */
+zap_status_t zap_coll_host_stage(zap_coll_op_t *op);
+zap_status_t zap_coll_host_unstage(zap_coll_op_t *op);
+/* The kind of a call whose buffers are of kinds a and b: device if either
+ * is, else managed if either is, else host. */
+zap_mem_kind_t zap_coll_mem_kind_of(zap_mem_kind_t a, zap_mem_kind_t b);
 
 /* dst = src (bytes), or dst = a op b (count elements), by op's memory kind.
  * dst may equal src, a or b. */

@@ -4,6 +4,7 @@
  * shared-memory operation. */
 #include "coll/engine/op.h"
 #include "coll/comm_impl.h"
+#include "coll/engine/mem.h"
 #include "coll/engine/select.h"
 #include "coll/engine/step.h"
 #include "coll/shm/shm.h"
@@ -54,6 +55,9 @@ static void op_release_resources(zap_coll_op_t *op)
         (void)zap_buf_free(&op->scratch);
     if (op->scratch2.handle != 0)
         (void)zap_buf_free(&op->scratch2);
+    if (op->host_stage.handle != 0)
+        (void)zap_buf_free(&op->host_stage);
+    op->stage_user = NULL;
     zap_coll_agree_release(op);
     if (op->release != NULL) {
         op->release(op);
@@ -115,6 +119,8 @@ static void op_advance(zap_coll_op_t *op)
     }
     if (!op->agreeing && st == ZAP_INPROGRESS && op->progress != NULL)
         st = op->progress(op);
+    if (st == ZAP_OK && op->stage_user != NULL)
+        st = zap_coll_host_unstage(op); /* device buffers ran on a host copy: the result goes back */
     if (st != ZAP_INPROGRESS) {
         /* Done: give back the transport requests and scratch now, so a
          * completed request holds nothing but itself. */

@@ -48,7 +48,8 @@ typedef struct zap_coll_args {
     zap_dtype_t dt;
     zap_op_t op;
     int root;         /* -1 when the collective has none */
-    zap_mem_kind_t mem; /* where the output buffer lives (the operation's memory kind) */
+    zap_mem_kind_t mem; /* the operation's memory kind: device if any buffer is, else managed if any is, else host */
+    zap_mem_kind_t src_mem, dst_mem; /* where the input and the output live (the GPU path needs both on a GPU) */
     uint64_t hdr_count, hdr_extra; /* the argument header's count and extra words */
 } zap_coll_args_t;
 
@@ -78,6 +79,8 @@ struct zap_coll_op {
     int nreqs;
     zap_buf_t scratch;
     zap_buf_t scratch2;
+    zap_buf_t host_stage;     /* device buffers under a host algorithm: the call runs on this host copy */
+    void *stage_user;         /* the user's output buffer the copy goes back to when it completes */
     /* Everything above is cleared when an operation is taken; the request
      * slots below are written when a request is posted (only the first nreqs
      * are ever read), the arguments when the call is posted, so a small

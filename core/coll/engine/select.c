@@ -14,22 +14,23 @@ const int zap_coll_ndescs = (int)(sizeof(zap_coll_descs) / sizeof(zap_coll_descs
 
 /* Votes are decided by the agreement, not by the call's predicates. */
 #define VOTED (ZAP_COLL_PRED_HOST_MEMORY | ZAP_COLL_PRED_GPU_MEMORY)
-/* The GPU path moves data between the staging slots of at most this many
- * ranks (two requests per peer in one round). */
-#define GPU_PATH_MAX_RANKS 8
+/* The GPU path moves data between the channels of at most this many ranks. */
+#define GPU_PATH_MAX_RANKS ZAP_GPU_MAX_RANKS
 
-/* Whether this rank wants the GPU path for a call of bytes: the setting
- * allows the size and a device is visible. Local: another rank may say
- * otherwise, and the path's vote settles it. */
-static bool gpu_path_wanted(const zap_comm_t *comm, size_t bytes)
+/* Whether this rank wants the GPU path for a call of bytes on buffers of kind
+ * mem: the setting allows the size, a device is visible, its buffers are
+ * GPU-resident and the communicator's channel has not failed. Local: another
+ * rank may say otherwise, and the path's vote settles it. */
+static bool gpu_path_wanted(const zap_comm_t *comm, size_t bytes, zap_mem_kind_t mem)
 {
     const zap_coll_settings_t *set = &comm->set;
-    if (bytes == 0 || set->gpu_path == ZAP_COLL_GPU_OFF || comm->size < 2 || comm->size > GPU_PATH_MAX_RANKS)
+    if (bytes == 0 || set->gpu_path == ZAP_COLL_GPU_OFF || comm->size < 2 || comm->size > GPU_PATH_MAX_RANKS ||
+        comm->gpu_off || !zap_gpu_can_move(mem))
         return false;
-    return (set->gpu_path == ZAP_COLL_GPU_IPC || bytes >= set->gpu_min_bytes) && zap_stage_device_present();
+    return (set->gpu_path == ZAP_COLL_GPU_IPC || bytes >= set->gpu_min_bytes) && zap_gpu_device_present();
 }
 
-static uint32_t call_predicates(const zap_comm_t *comm, size_t bytes, zap_coll_form_t form)
+static uint32_t call_predicates(const zap_comm_t *comm, size_t bytes, zap_mem_kind_t mem, zap_coll_form_t form)
 {
     uint32_t preds = 0;
     if (comm->shm != NULL) {
@@ -44,7 +45,7 @@ static uint32_t call_predicates(const zap_comm_t *comm, size_t bytes, zap_coll_f
         preds |= ZAP_COLL_PRED_OVERSUBSCRIBED;
     if (form == ZAP_COLL_FORM_FLAT)
         preds |= ZAP_COLL_PRED_FLAT;
-    if (gpu_path_wanted(comm, bytes))
+    if (gpu_path_wanted(comm, bytes, mem))
         preds |= ZAP_COLL_PRED_GPU_PATH;
     return preds;
 }
@@ -69,10 +70,10 @@ static bool listed(const uint8_t *cand, int n, int alg)
     return false;
 }
 
-int zap_coll_candidates(const zap_coll_desc_t *desc, const zap_comm_t *comm, size_t bytes, zap_coll_form_t form,
-                        int force, uint8_t *cand)
+int zap_coll_candidates(const zap_coll_desc_t *desc, const zap_comm_t *comm, size_t bytes, zap_mem_kind_t mem,
+                        zap_coll_form_t form, int force, uint8_t *cand)
 {
-    uint32_t preds = call_predicates(comm, bytes, form);
+    uint32_t preds = call_predicates(comm, bytes, mem, form);
     int n = 0, p = comm->size, gpu = -1;
     if (force >= 0 && holds(desc->algs[force].require, 0, preds))
         cand[n++] = (uint8_t)force;
@@ -92,10 +93,10 @@ int zap_coll_candidates(const zap_coll_desc_t *desc, const zap_comm_t *comm, siz
         if (a->require == 0 && a->vote_lane == 0)
             break;
     }
-    /* The GPU path goes first, unless the first candidate carries the
-     * agreement in this call's data (its vote could not be read before the
-     * data moved). */
-    if (gpu >= 0 && n > 0 && bytes > desc->algs[cand[0]].agrees_in_data) {
+    /* The GPU path goes first unless an algorithm is forced; ahead of a
+     * candidate that carries the agreement in this call's data the header
+     * names it (header_alg). */
+    if (gpu >= 0 && n > 0 && (force < 0 || cand[0] != force)) {
         memmove(cand + 1, cand, (size_t)n);
         cand[0] = (uint8_t)gpu;
         n++;
@@ -112,12 +113,17 @@ int zap_coll_alg_find(const zap_coll_desc_t *desc, const char *name)
 }
 
 /* The algorithm the header names when candidate i runs: the first from i on
- * whose choice every rank with these arguments makes alike. */
+ * whose choice every rank with these arguments makes alike; but a local
+ * candidate (the GPU path) ahead of one that would carry the agreement in
+ * this call's data names itself, since a rank without it agrees differently
+ * (with its data) and must see a mismatch, not reduce an empty slot. */
 static int header_alg(const zap_coll_op_t *op, int i)
 {
-    for (int j = i; j < op->ncand; j++)
-        if (!op->desc->algs[op->cand[j]].local)
-            return op->cand[j];
+    for (int j = i; j < op->ncand; j++) {
+        const zap_coll_alg_t *a = &op->desc->algs[op->cand[j]];
+        if (!a->local)
+            return j > i && op->args.bytes <= a->agrees_in_data ? op->cand[i] : op->cand[j];
+    }
     return op->cand[i];
 }
 
@@ -132,10 +138,13 @@ static void no_candidate(const zap_coll_op_t *op)
 static void choose(zap_coll_op_t *op, const zap_coll_desc_t *desc, zap_comm_t *comm, bool *votes_p)
 {
     zap_coll_cands_memo_t *m = &comm->memo[desc->kind];
-    if (m->n == 0 || m->bytes != op->args.bytes) {
+    uint8_t gpu = zap_gpu_can_move(op->mem);
+    if (m->n == 0 || m->bytes != op->args.bytes || m->gpu != gpu) {
         _Static_assert(sizeof(m->cand) == ZAP_COLL_MAX_CANDS, "the memo holds a whole list");
-        m->n = (uint8_t)zap_coll_candidates(desc, comm, op->args.bytes, op->form, comm->set.alg[desc->kind], m->cand);
+        m->n = (uint8_t)zap_coll_candidates(desc, comm, op->args.bytes, op->mem, op->form, comm->set.alg[desc->kind],
+                                            m->cand);
         m->bytes = op->args.bytes;
+        m->gpu = gpu;
         m->votes = 0;
         for (int i = 0; i < m->n; i++)
             m->votes |= desc->algs[m->cand[i]].vote_lane != 0;
@@ -175,6 +184,8 @@ void zap_coll_op_begin(zap_coll_op_t *op)
         if (i > 0) /* the first declined: the header names what runs instead */
             zap_coll_agree_set_alg(op, header_alg(op, i));
         op->alg = op->cand[i];
+        if (!desc->algs[op->alg].gpu_buffers && (st = zap_coll_host_stage(op)) != ZAP_OK)
+            break;
         st = desc->algs[op->alg].init(op);
     }
     if (st == ZAP_ERR_UNSUPPORTED)
@@ -236,7 +247,10 @@ zap_status_t zap_coll_fall_back(zap_coll_op_t *op)
         op->alg = op->cand[op->icand];
         const zap_coll_alg_t *a = &desc->algs[op->alg];
         op->progress = NULL;
-        zap_status_t st = a->init(op);
+        zap_status_t st = a->gpu_buffers ? ZAP_OK : zap_coll_host_stage(op);
+        if (st != ZAP_OK)
+            return st;
+        st = a->init(op);
         if (st == ZAP_ERR_UNSUPPORTED)
             continue;
         if (st != ZAP_OK)
