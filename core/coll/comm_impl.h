@@ -51,6 +51,7 @@ typedef struct zap_coll_cands_memo {
     size_t bytes;
     uint8_t n;     /* 0: nothing remembered */
     uint8_t votes; /* some candidate votes */
+    uint8_t call_flags; /* the call's zap_coll_args_t.call_flags: part of the key, like bytes */
     uint8_t cand[8];
 } zap_coll_cands_memo_t;
 

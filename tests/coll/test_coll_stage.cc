@@ -39,7 +39,12 @@ void fill_any(zap_dtype_t dt, int r, uint64_t seed, void *p, size_t count)
         case ZAP_DT_BFLOAT16: ((uint16_t *)p)[i] = zap_float_to_bf16((float)v); break;
         case ZAP_DT_FLOAT32: ((float *)p)[i] = (float)v; break;
         case ZAP_DT_FLOAT64: ((double *)p)[i] = v; break;
-        default: std::memcpy((uint8_t *)p + i * dsize(dt), &h, dsize(dt)); break;
+        default: // integers, and the bytes of complex and pair elements
+            for (size_t b = 0; b < dsize(dt); b += 8) {
+                uint64_t x = mix(h + b);
+                std::memcpy((uint8_t *)p + i * dsize(dt) + b, &x, dsize(dt) - b < 8 ? dsize(dt) - b : 8);
+            }
+            break;
         }
     }
 }
