@@ -1,11 +1,13 @@
 /* MPI_Allreduce and MPI_Iallreduce on zap_iallreduce.
  *
- * Taken when the row allows the vector's bytes and the op and basic type have
- * zap counterparts (coll_zap_reduction_type); the element count zap sees is
- * the signature's number of basic elements, so a derived type of ints reduces
- * as ints. A layout with gaps is packed into a scratch vector that zap
- * reduces in place and that is unpacked into recvbuf afterwards; otherwise zap
- * works on the user's buffers (MPI_IN_PLACE as ZAP_IN_PLACE). */
+ * Taken when the row allows the vector's bytes and the op and type have zap
+ * counterparts (coll_zap_reduction_type; a C user op is bound to the call);
+ * the element count zap sees is the signature's number of basic elements, so
+ * a derived type of ints reduces as ints. A layout with gaps is packed into a
+ * scratch vector that zap reduces in place and that is unpacked into recvbuf
+ * afterwards; otherwise (and for MPI's pair types, whose C structs zap reads
+ * as they are) zap works on the user's buffers (MPI_IN_PLACE as
+ * ZAP_IN_PLACE). */
 #include "coll_zap.h"
 #include <stdlib.h>
 #include <string.h>
@@ -42,10 +44,12 @@ static int run(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype, 
     coll_zap_req_t *r = coll_zap_req_get(m, COLL_ZAP_ALLREDUCE);
     if (r == NULL)
         return MPI_ERR_NO_MEM;
+    if (zop == COLL_ZAP_USER_OP)
+        r->local_rc = coll_zap_bind_user_op(r, op, dtype, &zop);
 
     const void *zsend;
     void *zrecv;
-    if (coll_zap_dense(dtype, count)) {
+    if (coll_zap_reduce_dense(dtype, count)) {
         zrecv = coll_zap_start(rbuf, dtype);
         zsend = sbuf == MPI_IN_PLACE ? ZAP_IN_PLACE : coll_zap_start(sbuf, dtype);
     } else {
