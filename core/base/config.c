@@ -120,6 +120,30 @@ static const cfg_row_t rows[] = {
                            "read the other ranks' buffers directly (process_vm_readv, one copy; auto, where "
                            "the system permits it) or never do (off). Off where any rank says off."},
                           CFG_CHOICE, "auto|off", 0, 0},
+    [ZAP_CFG_REDUCE_ALG] = {{"ZAP_REDUCE_ALG", "auto", "auto|binomial|rabenseifner|shm",
+                             "Reduce (rooted) algorithm of communicators made from now on "
+                             "(zap_comm_params_t.reduce_alg overrides); auto chooses by the selection table."},
+                            CFG_CHOICE, "auto|binomial|rabenseifner|shm", 0, 0},
+    [ZAP_CFG_REDUCE_SCATTER_ALG] = {{"ZAP_REDUCE_SCATTER_ALG", "auto", "auto|rhalving|ring|shm|cma",
+                                     "Reduce_scatter and reduce_scatter_block algorithm of communicators made "
+                                     "from now on (zap_comm_params_t.reduce_scatter_alg overrides)."},
+                                    CFG_CHOICE, "auto|rhalving|ring|shm|cma", 0, 0},
+    [ZAP_CFG_GATHER_ALG] = {{"ZAP_GATHER_ALG", "auto", "auto|linear|binomial|shm",
+                             "Gather and gatherv algorithm of communicators made from now on "
+                             "(zap_comm_params_t.gather_alg overrides; binomial and shm serve gather only)."},
+                            CFG_CHOICE, "auto|linear|binomial|shm", 0, 0},
+    [ZAP_CFG_ALLTOALL_ALG] = {{"ZAP_ALLTOALL_ALG", "auto", "auto|pairwise|bruck|linear|shm|cma",
+                               "Alltoall and alltoallv algorithm of communicators made from now on "
+                               "(zap_comm_params_t.alltoall_alg overrides; bruck and cma serve alltoall only)."},
+                              CFG_CHOICE, "auto|pairwise|bruck|linear|shm|cma", 0, 0},
+    [ZAP_CFG_SCAN_ALG] = {{"ZAP_SCAN_ALG", "auto", "auto|rd|linear|shm",
+                           "Scan (inclusive prefix) algorithm of communicators made from now on "
+                           "(zap_comm_params_t.scan_alg overrides)."},
+                          CFG_CHOICE, "auto|rd|linear|shm", 0, 0},
+    [ZAP_CFG_EXSCAN_ALG] = {{"ZAP_EXSCAN_ALG", "auto", "auto|rd|linear|shm",
+                             "Exscan (exclusive prefix) algorithm of communicators made from now on "
+                             "(zap_comm_params_t.exscan_alg overrides)."},
+                            CFG_CHOICE, "auto|rd|linear|shm", 0, 0},
 };
 
 _Static_assert(sizeof(rows) / sizeof(rows[0]) == ZAP_CFG_COUNT, "one row per zap_cfg_id_t");

@@ -114,6 +114,17 @@ static zap_status_t apply(const zap_comm_params_t *p, zap_coll_settings_t *s)
     zap_status_t st = apply_alg(&zap_allreduce_desc, p->allreduce_alg, "allreduce_alg", &s->alg[ZAP_COLL_ALLREDUCE]);
     if (st == ZAP_OK)
         st = apply_alg(&zap_bcast_desc, p->bcast_alg, "bcast_alg", &s->alg[ZAP_COLL_BCAST]);
+    const struct {
+        const zap_coll_desc_t *desc;
+        const char *name, *field;
+    } more[] = {{&zap_reduce_desc, p->reduce_alg, "reduce_alg"},
+                {&zap_reduce_scatter_desc, p->reduce_scatter_alg, "reduce_scatter_alg"},
+                {&zap_gather_desc, p->gather_alg, "gather_alg"},
+                {&zap_alltoall_desc, p->alltoall_alg, "alltoall_alg"},
+                {&zap_scan_desc, p->scan_alg, "scan_alg"},
+                {&zap_exscan_desc, p->exscan_alg, "exscan_alg"}};
+    for (size_t i = 0; st == ZAP_OK && i < sizeof(more) / sizeof(more[0]); i++)
+        st = apply_alg(more[i].desc, more[i].name, more[i].field, &s->alg[more[i].desc->kind]);
     if (st == ZAP_OK && p->timeout_s != 0) {
         if (p->timeout_s == ZAP_COMM_TIMEOUT_NONE)
             s->timeout = INFINITY;

@@ -61,7 +61,8 @@ typedef struct zap_verify_job_state {
     uint64_t first, count;           /* this rank's shard */
     zap_batch_view_t shard;          /* the view of a received shard, records and blob unset */
     uint64_t *slices;                /* 2 * nranks: blob [lo, hi) per rank, variable scatter only */
-    size_t *counts, *displs;         /* nranks each: the allgathervs' arguments */
+    size_t *counts;                  /* nranks each: the allgathervs' arguments */
+    ptrdiff_t *displs;
     uint32_t *mine;                  /* this rank's bitmap words (allgatherv combine) */
     zap_verify_row_t *rows;          /* nranks */
     uint64_t *ranges;                /* 3 * nranks: status, first, count of what each verified */

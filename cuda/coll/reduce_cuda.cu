@@ -13,6 +13,7 @@
 #include "combine.cuh"
 extern "C" {
 #include "cuda_coll.h"
+#include "reduce_cuda_mpi.h"
 #include "base/log.h"
 }
 
@@ -83,6 +84,10 @@ static zap_status_t launch(cudaStream_t stream, zap_dtype_t dt, zap_op_t op, voi
     unsigned threads = 256;
     size_t want = (n + threads - 1) / threads;
     unsigned blocks = want > 4096 ? 4096u : (unsigned)want;
+    if (op >= ZAP_OP_LAND || dt > ZAP_DT_FLOAT64) { /* MPI's further ops and types: reduce_cuda_mpi.cu */
+        zap_status_t st = zap_cuda_launch_mpi(stream, dt, op, dst, a, b, n, blocks, threads);
+        return st != ZAP_OK ? st : check(cudaGetLastError(), "reduction kernel launch");
+    }
     switch (dt) {
     case ZAP_DT_INT8: reduce_int_kernel<int8_t><<<blocks, threads, 0, stream>>>(op, (int8_t *)dst, (const int8_t *)a, (const int8_t *)b, n); break;
     case ZAP_DT_INT16: reduce_int_kernel<int16_t><<<blocks, threads, 0, stream>>>(op, (int16_t *)dst, (const int16_t *)a, (const int16_t *)b, n); break;

@@ -1,11 +1,13 @@
 /* MPI_Allreduce and MPI_Iallreduce on zap_iallreduce.
  *
- * Taken when the row allows the vector's bytes and the op and basic type have
- * zap counterparts (coll_zap_reduction_type); the element count zap sees is
- * the signature's number of basic elements, so a derived type of ints reduces
- * as ints. A layout with gaps is packed into a scratch vector that zap
- * reduces in place and that is unpacked into recvbuf afterwards; otherwise zap
- * works on the user's buffers (MPI_IN_PLACE as ZAP_IN_PLACE).
+ * Taken when the row allows the vector's bytes and the op and type have zap
+ * counterparts (coll_zap_reduction_type; a C user op is bound to the call);
+ * the element count zap sees is the signature's number of basic elements, so
+ * a derived type of ints reduces as ints. A layout with gaps is packed into a
+ * scratch vector that zap reduces in place and that is unpacked into recvbuf
+ * afterwards; otherwise (and for MPI's pair types, whose C structs zap reads
+ * as they are) zap works on the user's buffers (MPI_IN_PLACE as
+ * ZAP_IN_PLACE).
  *
  * GPU-resident buffers (CUDA device or managed memory) go to zap at every
  * size (coll_zap_route_kind): its GPU path moves them GPU to GPU. A layout
@@ -48,15 +50,17 @@ static int run(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype, 
     coll_zap_req_t *r = coll_zap_req_get(m, COLL_ZAP_ALLREDUCE);
     if (r == NULL)
         return MPI_ERR_NO_MEM;
+    if (zop == COLL_ZAP_USER_OP)
+        r->local_rc = coll_zap_bind_user_op(r, op, dtype, &zop);
 
     const void *zsend;
     void *zrecv;
-    if (!coll_zap_dense(dtype, count) && (coll_zap_device_memory(rbuf) || coll_zap_device_memory(sbuf))) {
+    if (!coll_zap_reduce_dense(dtype, count) && (coll_zap_device_memory(rbuf) || coll_zap_device_memory(sbuf))) {
         coll_zap_warn("MPI_Allreduce: a datatype with gaps on device memory cannot be packed by the CPU");
         r->local_rc = MPI_ERR_TYPE; /* zap refuses the NULL buffer, the other ranks see a mismatch */
         zsend = ZAP_IN_PLACE;
         zrecv = NULL;
-    } else if (coll_zap_dense(dtype, count)) {
+    } else if (coll_zap_reduce_dense(dtype, count)) {
         zrecv = coll_zap_start(rbuf, dtype);
         zsend = sbuf == MPI_IN_PLACE ? ZAP_IN_PLACE : coll_zap_start(sbuf, dtype);
     } else {

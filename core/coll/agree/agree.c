@@ -5,6 +5,7 @@
 #include "coll/comm_impl.h"
 #include "coll/engine/mem.h"
 #include "coll/engine/op.h"
+#include "coll/reduce/reduce.h"
 #include "base/log.h"
 #include <stddef.h>
 #include <string.h>
@@ -20,7 +21,7 @@ void zap_coll_agree_header(zap_coll_op_t *op, size_t count, zap_dtype_t dt, zap_
     uint64_t lanes = ((uint64_t)op->kind & 0xff) << (8 * ZAP_COLL_LANE_KIND) |
                      ((uint64_t)op->alg & 0xff) << (8 * ZAP_COLL_LANE_ALG) |
                      ((uint64_t)dt & 0xff) << (8 * ZAP_COLL_LANE_DTYPE) |
-                     ((uint64_t)zop & 0xff) << (8 * ZAP_COLL_LANE_OP) |
+                     (uint64_t)zap_op_lane(zop) << (8 * ZAP_COLL_LANE_OP) |
                      (uint64_t)(bad ? 1 : 0) << (8 * ZAP_COLL_LANE_BAD);
     zap_coll_hdr_t *h = &op->hdr_own;
     h->min[ZAP_HDR_COUNT] = h->max[ZAP_HDR_COUNT] = count;
@@ -115,6 +116,11 @@ zap_status_t zap_coll_agree_init_bcast(zap_coll_op_t *op, zap_coll_form_t form, 
                                        size_t bytes, int root)
 {
     return setup(op, form, phase, data, bytes, ZAP_DT_UINT8, ZAP_OP_SUM, root);
+}
+
+zap_status_t zap_coll_agree_init_gather(zap_coll_op_t *op, const void *data, size_t bytes)
+{
+    return setup(op, ZAP_COLL_FORM_SHM, 0, data, bytes, ZAP_DT_UINT8, ZAP_OP_SUM, ZAP_COLL_AGREE_GATHER);
 }
 
 void zap_coll_agree_release(zap_coll_op_t *op)

@@ -22,14 +22,15 @@ typedef struct ag {
     ag_state_t state;
     const char *sendbuf; /* NULL for in place */
     char *recvbuf;
-    const size_t *counts, *displs; /* NULL: fixed count */
+    const size_t *counts;    /* NULL: fixed count */
+    const ptrdiff_t *displs; /* elements, signed */
     size_t fixed, esize;
     int step;
 } ag_t;
 _Static_assert(sizeof(ag_t) <= ZAP_COLL_ALG_STATE_BYTES, "state too large");
 
 static size_t cnt(const ag_t *s, int r) { return s->counts ? s->counts[r] : s->fixed; }
-static size_t dsp(const ag_t *s, int r) { return s->counts ? s->displs[r] : (size_t)r * s->fixed; }
+static ptrdiff_t dsp(const ag_t *s, int r) { return s->counts ? s->displs[r] : (ptrdiff_t)((size_t)r * s->fixed); }
 
 static zap_status_t ag_progress(zap_coll_op_t *op)
 {
@@ -40,7 +41,7 @@ static zap_status_t ag_progress(zap_coll_op_t *op)
         switch (s->state) {
         case AG_START:
             if (s->sendbuf != NULL)
-                zap_coll_copy(op, s->recvbuf + dsp(s, r) * s->esize, s->sendbuf, cnt(s, r) * s->esize);
+                zap_coll_copy(op, s->recvbuf + dsp(s, r) * (ptrdiff_t)s->esize, s->sendbuf, cnt(s, r) * s->esize);
             s->step = 0;
             s->state = AG_POST;
             break;
@@ -51,10 +52,12 @@ static zap_status_t ag_progress(zap_coll_op_t *op)
             }
             int sb = zap_pat_mod((long)r - s->step, p), rb = zap_pat_mod((long)r - s->step - 1, p);
             if ((st = zap_coll_recv(op, zap_pat_mod(r - 1, p), PHASE, s->step & ZAP_COLL_STEP_MAX,
-                                    s->recvbuf + dsp(s, rb) * s->esize, cnt(s, rb) * s->esize, NULL, NULL)) !=
+                                    s->recvbuf + dsp(s, rb) * (ptrdiff_t)s->esize, cnt(s, rb) * s->esize, NULL,
+                                    NULL)) !=
                     ZAP_OK ||
                 (st = zap_coll_send(op, zap_pat_mod(r + 1, p), PHASE, s->step & ZAP_COLL_STEP_MAX,
-                                    s->recvbuf + dsp(s, sb) * s->esize, cnt(s, sb) * s->esize)) != ZAP_OK)
+                                    s->recvbuf + dsp(s, sb) * (ptrdiff_t)s->esize, cnt(s, sb) * s->esize)) !=
+                    ZAP_OK)
                 return st;
             s->state = AG_WAIT;
             break;
@@ -120,7 +123,7 @@ const zap_coll_desc_t zap_allgatherv_desc = {
 /* This rank's own argument error, logged; ZAP_OK when there is none. *total_p
  * is the result's element count. */
 static zap_status_t check(const zap_comm_t *comm, const void *sendbuf, size_t sendcount, const void *recvbuf,
-                          const size_t *counts, const size_t *displs, bool is_v, zap_dtype_t dt, size_t *total_p)
+                          const size_t *counts, const ptrdiff_t *displs, bool is_v, zap_dtype_t dt, size_t *total_p)
 {
     int p = comm->size;
     size_t total = 0;
@@ -148,7 +151,7 @@ static zap_status_t check(const zap_comm_t *comm, const void *sendbuf, size_t se
 }
 
 static zap_status_t post(zap_comm_t *comm, const void *sendbuf, size_t sendcount, void *recvbuf,
-                         const size_t *counts, const size_t *displs, bool is_v, zap_dtype_t dt, zap_request_t **req_p)
+                         const size_t *counts, const ptrdiff_t *displs, bool is_v, zap_dtype_t dt, zap_request_t **req_p)
 {
     if (comm == NULL || req_p == NULL)
         return ZAP_ERR_INVALID_PARAM;
@@ -165,7 +168,7 @@ static zap_status_t post(zap_comm_t *comm, const void *sendbuf, size_t sendcount
 }
 
 zap_status_t zap_iallgatherv(zap_comm_t *comm, const void *sendbuf, size_t sendcount, void *recvbuf,
-                             const size_t *counts, const size_t *displs, zap_dtype_t dt, zap_request_t **req_p)
+                             const size_t *counts, const ptrdiff_t *displs, zap_dtype_t dt, zap_request_t **req_p)
 {
     return post(comm, sendbuf, sendcount, recvbuf, counts, displs, true, dt, req_p);
 }
@@ -177,7 +180,7 @@ zap_status_t zap_iallgather(zap_comm_t *comm, const void *sendbuf, size_t count,
 }
 
 zap_status_t zap_allgatherv(zap_comm_t *comm, const void *sendbuf, size_t sendcount, void *recvbuf,
-                            const size_t *counts, const size_t *displs, zap_dtype_t dt)
+                            const size_t *counts, const ptrdiff_t *displs, zap_dtype_t dt)
 {
     zap_request_t *req = NULL;
     zap_status_t st = zap_iallgatherv(comm, sendbuf, sendcount, recvbuf, counts, displs, dt, &req);

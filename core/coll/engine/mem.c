@@ -76,7 +76,10 @@ zap_status_t zap_coll_reduce(const zap_coll_op_t *op, zap_dtype_t dt, zap_op_t z
 {
     if (count == 0)
         return ZAP_OK;
-    if (op->mem == ZAP_MEM_DEVICE || op->mem == ZAP_MEM_MANAGED)
+    /* Managed data whose op has no kernel (user ops, long double pairs) is
+     * reduced by the CPU where it lies; device data never gets here with one
+     * (the collectives refuse it: zap_reduce_check). */
+    if ((op->mem == ZAP_MEM_DEVICE || op->mem == ZAP_MEM_MANAGED) && zap_reduce_gpu_capable(dt, zop))
         return zap_cuda_reduce(dt, zop, dst, a, b, count);
     zap_reduce_cpu(dt, zop, dst, a, b, count);
     return ZAP_OK;

@@ -44,13 +44,19 @@ typedef struct zap_coll_args {
     size_t count;     /* allreduce, bcast: elements; scatterv: recvcount; allgatherv: sendcount */
     size_t fixed;     /* scatter (counts NULL): every rank's count */
     size_t bytes;     /* what the selection weighs: count * datatype size */
-    const size_t *counts, *displs; /* v-forms; NULL for the fixed-count forms */
+    const size_t *counts;   /* v-forms; NULL for the fixed-count forms */
+    const ptrdiff_t *displs; /* v-forms: elements, signed */
+    const size_t *rcounts;    /* alltoallv: the receive side's (counts/displs are the send side's) */
+    const ptrdiff_t *rdispls;
     zap_dtype_t dt;
     zap_op_t op;
     int root;         /* -1 when the collective has none */
     zap_mem_kind_t mem; /* the operation's memory kind: device if any buffer is, else managed if any is, else host */
     zap_mem_kind_t src_mem, dst_mem; /* where the input and the output live (the GPU path needs both on a GPU) */
     uint64_t hdr_count, hdr_extra; /* the argument header's count and extra words */
+    /* What the call's op rules out (ZAP_COLL_CALL_*, engine/select.h): set by
+     * the reducing collectives' entries, 0 for the rest. */
+    uint8_t call_flags;
 } zap_coll_args_t;
 
 struct zap_coll_op {

@@ -3,13 +3,16 @@
  * to the next candidate; the public view of the tables. */
 #include "coll/engine/select.h"
 #include "coll/engine/mem.h"
+#include "coll/reduce/reduce.h"
 #include "coll/shm/shm.h"
 #include "base/log.h"
 #include "cuda_coll.h"
 #include <string.h>
 
-const zap_coll_desc_t *const zap_coll_descs[] = {&zap_allreduce_desc, &zap_bcast_desc, &zap_scatterv_desc,
-                                                 &zap_allgatherv_desc, &zap_barrier_desc};
+const zap_coll_desc_t *const zap_coll_descs[] = {
+    &zap_allreduce_desc, &zap_bcast_desc, &zap_scatterv_desc, &zap_allgatherv_desc, &zap_barrier_desc,
+    &zap_reduce_desc,    &zap_reduce_scatter_desc, &zap_gather_desc, &zap_alltoall_desc, &zap_scan_desc,
+    &zap_exscan_desc};
 const int zap_coll_ndescs = (int)(sizeof(zap_coll_descs) / sizeof(zap_coll_descs[0]));
 
 /* Votes are decided by the agreement, not by the call's predicates. */
@@ -30,9 +33,16 @@ static bool gpu_path_wanted(const zap_comm_t *comm, size_t bytes, zap_mem_kind_t
     return (set->gpu_path == ZAP_COLL_GPU_IPC || bytes >= set->gpu_min_bytes) && zap_gpu_device_present();
 }
 
-static uint32_t call_predicates(const zap_comm_t *comm, size_t bytes, zap_mem_kind_t mem, zap_coll_form_t form)
+uint8_t zap_coll_call_flags(zap_dtype_t dt, zap_op_t op)
 {
-    uint32_t preds = 0;
+    return (uint8_t)((zap_op_commutative(op) ? 0 : ZAP_COLL_CALL_NONCOMMUTATIVE) |
+                     (zap_reduce_gpu_capable(dt, op) ? 0 : ZAP_COLL_CALL_NO_GPU));
+}
+
+static uint32_t call_predicates(const zap_comm_t *comm, size_t bytes, zap_mem_kind_t mem, zap_coll_form_t form,
+                                unsigned call_flags)
+{
+    uint32_t preds = call_flags & ZAP_COLL_CALL_NONCOMMUTATIVE ? 0 : ZAP_COLL_PRED_COMMUTATIVE;
     if (comm->shm != NULL) {
         if (form == ZAP_COLL_FORM_SHM)
             preds |= ZAP_COLL_PRED_SAME_HOST;
@@ -45,7 +55,7 @@ static uint32_t call_predicates(const zap_comm_t *comm, size_t bytes, zap_mem_ki
         preds |= ZAP_COLL_PRED_OVERSUBSCRIBED;
     if (form == ZAP_COLL_FORM_FLAT)
         preds |= ZAP_COLL_PRED_FLAT;
-    if (gpu_path_wanted(comm, bytes, mem))
+    if (!(call_flags & ZAP_COLL_CALL_NO_GPU) && gpu_path_wanted(comm, bytes, mem))
         preds |= ZAP_COLL_PRED_GPU_PATH;
     return preds;
 }
@@ -73,7 +83,13 @@ static bool listed(const uint8_t *cand, int n, int alg)
 int zap_coll_candidates(const zap_coll_desc_t *desc, const zap_comm_t *comm, size_t bytes, zap_mem_kind_t mem,
                         zap_coll_form_t form, int force, uint8_t *cand)
 {
-    uint32_t preds = call_predicates(comm, bytes, mem, form);
+    return zap_coll_candidates_flags(desc, comm, bytes, mem, form, force, 0, cand);
+}
+
+int zap_coll_candidates_flags(const zap_coll_desc_t *desc, const zap_comm_t *comm, size_t bytes, zap_mem_kind_t mem,
+                              zap_coll_form_t form, int force, unsigned call_flags, uint8_t *cand)
+{
+    uint32_t preds = call_predicates(comm, bytes, mem, form, call_flags);
     int n = 0, p = comm->size, gpu = -1;
     if (force >= 0 && holds(desc->algs[force].require, 0, preds))
         cand[n++] = (uint8_t)force;
@@ -90,7 +106,7 @@ int zap_coll_candidates(const zap_coll_desc_t *desc, const zap_comm_t *comm, siz
             cand[n++] = row->alg;
         /* An algorithm that needs nothing of the communicator never declines:
          * the rows after it could not be reached. */
-        if (a->require == 0 && a->vote_lane == 0)
+        if (a->require == 0 && a->vote_lane == 0 && !a->declines)
             break;
     }
     /* The GPU path goes first unless an algorithm is forced; ahead of a
@@ -139,12 +155,13 @@ static void choose(zap_coll_op_t *op, const zap_coll_desc_t *desc, zap_comm_t *c
 {
     zap_coll_cands_memo_t *m = &comm->memo[desc->kind];
     uint8_t gpu = zap_gpu_can_move(op->mem);
-    if (m->n == 0 || m->bytes != op->args.bytes || m->gpu != gpu) {
+    if (m->n == 0 || m->bytes != op->args.bytes || m->gpu != gpu || m->call_flags != op->args.call_flags) {
         _Static_assert(sizeof(m->cand) == ZAP_COLL_MAX_CANDS, "the memo holds a whole list");
-        m->n = (uint8_t)zap_coll_candidates(desc, comm, op->args.bytes, op->mem, op->form, comm->set.alg[desc->kind],
-                                            m->cand);
+        m->n = (uint8_t)zap_coll_candidates_flags(desc, comm, op->args.bytes, op->mem, op->form,
+                                                  comm->set.alg[desc->kind], op->args.call_flags, m->cand);
         m->bytes = op->args.bytes;
         m->gpu = gpu;
+        m->call_flags = op->args.call_flags;
         m->votes = 0;
         for (int i = 0; i < m->n; i++)
             m->votes |= desc->algs[m->cand[i]].vote_lane != 0;
@@ -288,7 +305,7 @@ const char *zap_coll_auto_algorithm(const char *collective, size_t bytes, int ra
             continue;
         for (int i = 0; i < desc->nrows; i++) {
             const zap_coll_row_t *r = &desc->rows[i];
-            if (!desc->algs[r->alg].local && row_holds(desc, r, ranks, bytes, 0))
+            if (!desc->algs[r->alg].local && row_holds(desc, r, ranks, bytes, ZAP_COLL_PRED_COMMUTATIVE))
                 return desc->algs[r->alg].name;
         }
         return NULL;

@@ -56,6 +56,8 @@ typedef struct zap_coll_alg {
     bool local;        /* its predicates rest on this process alone (settled by its vote) */
     bool gpu_buffers;  /* runs on device buffers itself; the others get a host copy of them (engine/mem.h) */
     bool by_name;      /* may be forced by name */
+    bool declines;     /* its init declines calls no predicate tells apart (a v-form): the rows after it
+                          stay candidates even where it needs nothing of the communicator */
 } zap_coll_alg_t;
 
 typedef struct zap_coll_row {
@@ -79,10 +81,19 @@ typedef struct zap_coll_desc {
     zap_cfg_id_t setting;  /* ZAP_<COLL>_ALG, ZAP_CFG_COUNT: none */
 } zap_coll_desc_t;
 
+/* zap_coll_args_t.call_flags: what a call's op rules out. NONCOMMUTATIVE
+ * clears ZAP_COLL_PRED_COMMUTATIVE (algorithms that combine out of rank order
+ * require it); NO_GPU clears ZAP_COLL_PRED_GPU_PATH (the op has no kernel). */
+#define ZAP_COLL_CALL_NONCOMMUTATIVE 0x1u
+#define ZAP_COLL_CALL_NO_GPU 0x2u
+/* The flags of a reduction with op on dt. */
+uint8_t zap_coll_call_flags(zap_dtype_t dt, zap_op_t op);
+
 /* Every collective's description (in its folder), in one list for the
  * public table and the settings. */
 extern const zap_coll_desc_t zap_allreduce_desc, zap_bcast_desc, zap_scatterv_desc, zap_allgatherv_desc,
-    zap_barrier_desc;
+    zap_barrier_desc, zap_reduce_desc, zap_reduce_scatter_desc, zap_gather_desc, zap_alltoall_desc, zap_scan_desc,
+    zap_exscan_desc;
 extern const zap_coll_desc_t *const zap_coll_descs[];
 extern const int zap_coll_ndescs;
 
@@ -98,9 +109,13 @@ zap_status_t zap_coll_post(zap_comm_t *comm, const zap_coll_desc_t *desc, const 
 zap_status_t zap_coll_fall_back(zap_coll_op_t *op);
 /* The candidates for a call of bytes on buffers of kind mem (this rank's)
  * on comm agreeing in form, forced algorithm force (-1: none), into cand
- * (ZAP_COLL_MAX_CANDS); returns their number. */
+ * (ZAP_COLL_MAX_CANDS); returns their number. The call's op is taken to be
+ * commutative with a GPU kernel (zap_coll_candidates_flags: with its
+ * call_flags). */
 int zap_coll_candidates(const zap_coll_desc_t *desc, const zap_comm_t *comm, size_t bytes, zap_mem_kind_t mem,
                         zap_coll_form_t form, int force, uint8_t *cand);
+int zap_coll_candidates_flags(const zap_coll_desc_t *desc, const zap_comm_t *comm, size_t bytes, zap_mem_kind_t mem,
+                              zap_coll_form_t form, int force, unsigned call_flags, uint8_t *cand);
 /* The collective's algorithm called name (by_name ones), or -1. */
 int zap_coll_alg_find(const zap_coll_desc_t *desc, const char *name);
 #endif

@@ -22,7 +22,8 @@ typedef enum scv_state { SCV_START, SCV_SEND_POST, SCV_SEND_WAIT, SCV_RECV_WAIT,
 typedef struct scv {
     scv_state_t state;
     const char *sendbuf;
-    const size_t *counts, *displs;
+    const size_t *counts;
+    const ptrdiff_t *displs;
     size_t fixed_count; /* scatter: counts == NULL */
     char *recvbuf;
     size_t recvcount, esize;
@@ -33,7 +34,10 @@ typedef struct scv {
 _Static_assert(sizeof(scv_t) <= ZAP_COLL_ALG_STATE_BYTES, "state too large");
 
 static size_t cnt(const scv_t *s, int r) { return s->counts ? s->counts[r] : s->fixed_count; }
-static size_t dsp(const scv_t *s, int r) { return s->counts ? s->displs[r] : (size_t)r * s->fixed_count; }
+static ptrdiff_t dsp(const scv_t *s, int r)
+{
+    return s->counts ? s->displs[r] : (ptrdiff_t)((size_t)r * s->fixed_count);
+}
 
 static zap_status_t scv_progress(zap_coll_op_t *op)
 {
@@ -49,7 +53,8 @@ static zap_status_t scv_progress(zap_coll_op_t *op)
                               cnt(s, rank), s->recvcount);
                     s->truncated = true;
                 } else {
-                    zap_coll_copy(op, s->recvbuf, s->sendbuf + dsp(s, rank) * s->esize, cnt(s, rank) * s->esize);
+                    zap_coll_copy(op, s->recvbuf, s->sendbuf + dsp(s, rank) * (ptrdiff_t)s->esize,
+                                  cnt(s, rank) * s->esize);
                 }
                 s->next = 0;
                 s->state = SCV_SEND_POST;
@@ -65,7 +70,8 @@ static zap_status_t scv_progress(zap_coll_op_t *op)
                 int r = s->next++;
                 if (r == rank)
                     continue;
-                st = zap_coll_send(op, r, PHASE_DATA, 0, s->sendbuf + dsp(s, r) * s->esize, cnt(s, r) * s->esize);
+                st = zap_coll_send(op, r, PHASE_DATA, 0, s->sendbuf + dsp(s, r) * (ptrdiff_t)s->esize,
+                                   cnt(s, r) * s->esize);
                 if (st != ZAP_OK)
                     return st;
             }
@@ -142,7 +148,7 @@ const zap_coll_desc_t zap_scatterv_desc = {
 
 /* This rank's own argument error, logged; ZAP_OK when there is none. */
 static zap_status_t check(const zap_comm_t *comm, bool is_v, const void *sendbuf, const size_t *counts,
-                          const size_t *displs, size_t fixed, const void *recvbuf, size_t recvcount, zap_dtype_t dt,
+                          const ptrdiff_t *displs, size_t fixed, const void *recvbuf, size_t recvcount, zap_dtype_t dt,
                           int root)
 {
     int p = comm->size;
@@ -172,7 +178,7 @@ static zap_status_t check(const zap_comm_t *comm, bool is_v, const void *sendbuf
 }
 
 static zap_status_t post(zap_comm_t *comm, bool is_v, const void *sendbuf, const size_t *counts,
-                         const size_t *displs, size_t fixed, void *recvbuf, size_t recvcount, zap_dtype_t dt, int root,
+                         const ptrdiff_t *displs, size_t fixed, void *recvbuf, size_t recvcount, zap_dtype_t dt, int root,
                          zap_request_t **req_p)
 {
     if (comm == NULL || req_p == NULL)
@@ -186,7 +192,7 @@ static zap_status_t post(zap_comm_t *comm, bool is_v, const void *sendbuf, const
     return zap_coll_post(comm, &zap_scatterv_desc, &a, local, req_p);
 }
 
-zap_status_t zap_iscatterv(zap_comm_t *comm, const void *sendbuf, const size_t *counts, const size_t *displs,
+zap_status_t zap_iscatterv(zap_comm_t *comm, const void *sendbuf, const size_t *counts, const ptrdiff_t *displs,
                            void *recvbuf, size_t recvcount, zap_dtype_t dt, int root, zap_request_t **req_p)
 {
     return post(comm, true, sendbuf, counts, displs, 0, recvbuf, recvcount, dt, root, req_p);
@@ -198,7 +204,7 @@ zap_status_t zap_iscatter(zap_comm_t *comm, const void *sendbuf, void *recvbuf, 
     return post(comm, false, sendbuf, NULL, NULL, count, recvbuf, count, dt, root, req_p);
 }
 
-zap_status_t zap_scatterv(zap_comm_t *comm, const void *sendbuf, const size_t *counts, const size_t *displs,
+zap_status_t zap_scatterv(zap_comm_t *comm, const void *sendbuf, const size_t *counts, const ptrdiff_t *displs,
                           void *recvbuf, size_t recvcount, zap_dtype_t dt, int root)
 {
     zap_request_t *req = NULL;
