@@ -25,7 +25,15 @@
  * the yardstick for GPU-resident collectives; MPI runs on host and managed
  * buffers only unless --mpi-device. The alg column reads "gpu" when zap's
  * calls took the GPU-resident path (core/coll/staging; counted, not assumed),
- * "gpu+host" when some of them fell back to the host algorithms. */
+ * "gpu+host" when some of them fell back to the host algorithms.
+ *
+ * Inter-host bytes (zap only; zap_transport_traffic): what zap's transport
+ * sent to ranks on other hosts during the streaming passes, per call: xB/rank
+ * is the mean over ranks, xB/host the largest sum over the ranks of one host
+ * (hosts by zap_transport_host); the CSV adds the sum over all ranks. The
+ * lower bounds to hold them against (scripts/cluster-bench.sh prints them):
+ * allreduce, each host sends 2(H-1)/H of the vector over H hosts; broadcast,
+ * (H-1) vectors cross host boundaries in all. Zero on one host. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -262,7 +270,43 @@ typedef struct result {
     double lat_med; /* the slowest rank's median: robust on a noisy, shared machine */
     double stream_min; /* fastest streaming pass (of --reps), us */
     long wrong;
+    double xhost_rank, xhost_host_max, xhost_total; /* inter-host bytes per call (zap) */
 } result_t;
+
+/* Bytes this rank's transport has sent to other hosts so far. */
+static uint64_t xhost_bytes(const ctx_t *c)
+{
+    zap_transport_traffic_t tr;
+    if (c->impl != IMPL_ZAP || zap_transport_traffic(zap_comm_transport(c->comm), &tr) != ZAP_OK)
+        return 0;
+    return tr.bytes[ZAP_PEER_OTHER_HOST];
+}
+
+/* This rank's inter-host bytes per call, summed per host over every rank. */
+static void xhost_gather(const ctx_t *c, double mine, result_t *r)
+{
+    uint64_t host = 0;
+    (void)zap_transport_host(zap_comm_transport(c->comm), g_rank, &host);
+    double *v = malloc(sizeof(double) * (size_t)g_size);
+    uint64_t *h = malloc(sizeof(uint64_t) * (size_t)g_size);
+    if (v == NULL || h == NULL)
+        die("inter-host byte table", ZAP_ERR_NO_MEMORY);
+    MPI_Allgather(&mine, 1, MPI_DOUBLE, v, 1, MPI_DOUBLE, MPI_COMM_WORLD);
+    MPI_Allgather(&host, 1, MPI_UINT64_T, h, 1, MPI_UINT64_T, MPI_COMM_WORLD);
+    double total = 0, best = 0;
+    for (int i = 0; i < g_size; i++) {
+        total += v[i];
+        double sum = 0;
+        for (int j = 0; j < g_size; j++)
+            sum += h[j] == h[i] ? v[j] : 0;
+        best = sum > best ? sum : best;
+    }
+    r->xhost_rank = total / g_size;
+    r->xhost_host_max = best;
+    r->xhost_total = total;
+    free(v);
+    free(h);
+}
 
 static void measure(const ctx_t *c, long iters, long warmup, long reps, result_t *r)
 {
@@ -276,6 +320,7 @@ static void measure(const ctx_t *c, long iters, long warmup, long reps, result_t
     double passes[64];
     if (reps > 64)
         reps = 64;
+    uint64_t x0 = xhost_bytes(c);
     for (long k = 0; k < reps; k++) {
         MPI_Barrier(MPI_COMM_WORLD);
         double t0 = perf_now();
@@ -289,6 +334,8 @@ static void measure(const ctx_t *c, long iters, long warmup, long reps, result_t
         fastest = passes[k] < fastest ? passes[k] : fastest;
     double worst = perf_median(passes, (int)reps);
     r->stream_min = fastest * 1e6;
+    if (c->impl == IMPL_ZAP)
+        xhost_gather(c, (double)(xhost_bytes(c) - x0) / (double)(reps * iters), r);
     long wrong = check(c);
     /* Isolated, each iteration validated. */
     double sum = 0, mn = 1e30, mx = 0;
@@ -435,14 +482,15 @@ int perf_coll_main(int argc, char **argv)
                       "op,mem,ranks,bytes,count,iters,alg,zap_time_us,zap_algbw,zap_busbw,zap_wrong,mpi_time_us,"
                       "mpi_algbw,mpi_busbw,mpi_wrong,busbw_ratio,zap_lat_avg,zap_lat_min,zap_lat_max,mpi_lat_avg,"
                       "mpi_lat_min,mpi_lat_max,lat_ratio,stage_GBps,nccl_time_us,nccl_busbw,zap_lat_med,mpi_lat_med,med_ratio,"
-                      "reps,zap_stream_min,mpi_stream_min",
+                      "reps,zap_stream_min,mpi_stream_min,zap_xhost_rank,zap_xhost_host_max,zap_xhost_total",
                       g_rank) != 0)
         return 1;
     if (g_rank == 0) {
         printf("# zap-perf coll: %d ranks, mem %s, float32 sum, UCX_TLS %s; times in us, bandwidth GB/s\n", g_size,
                o.mem, getenv("UCX_TLS") ? getenv("UCX_TLS") : "(default)");
         printf("# busbw x = zap busbw / MPI busbw (higher: zap faster); lat x = zap avg / MPI avg (lower: zap faster);\n"
-               "# med = slowest rank's median isolated latency, zap/MPI\n");
+               "# med = slowest rank's median isolated latency, zap/MPI; xB = zap's bytes to other hosts per call,\n"
+               "# mean per rank / largest per host\n");
         printf("%-9s %10s %9s %-12s | %9s %8s %8s %5s | %9s %8s %8s %5s | %7s | %8s %8s %8s | %8s %8s %8s | %6s\n",
                "op", "bytes", "count", "alg", "zap_us", "algbw", "busbw", "wrong", "mpi_us", "algbw", "busbw", "wrong",
                "busbw x", "zlat", "zmin", "zmax", "mlat", "mmin", "mmax", "lat x");
@@ -503,6 +551,7 @@ int perf_coll_main(int argc, char **argv)
                        tok, bytes, count, alg, z.time_us, z.algbw, z.busbw, z.wrong, m.time_us, m.algbw, m.busbw,
                        m.wrong, bx, z.lat_avg, z.lat_min, z.lat_max, m.lat_avg, m.lat_min, m.lat_max, lx);
                 printf(" | med %.2f/%.2f", z.lat_med, m.lat_med);
+                printf(" | xB %.0f/%.0f", z.xhost_rank, z.xhost_host_max);
                 if (reps > 1)
                     printf(" | smin %.2f/%.2f", z.stream_min, m.stream_min);
                 if (kind != 0)
@@ -514,11 +563,12 @@ int perf_coll_main(int argc, char **argv)
                 if (out.csv)
                     fprintf(out.csv,
                             "%s,%s,%d,%zu,%zu,%ld,%s,%.3f,%.4f,%.4f,%ld,%.3f,%.4f,%.4f,%ld,%.4f,%.3f,%.3f,%.3f,%.3f,%.3f,"
-                            "%.3f,%.4f,%.4f,%.3f,%.4f,%.3f,%.3f,%.4f,%ld,%.3f,%.3f\n",
+                            "%.3f,%.4f,%.4f,%.3f,%.4f,%.3f,%.3f,%.4f,%ld,%.3f,%.3f,%.1f,%.1f,%.1f\n",
                             tok, o.mem, g_size, bytes, count, iters, alg, z.time_us, z.algbw, z.busbw, z.wrong,
                             m.time_us, m.algbw, m.busbw, m.wrong, bx, z.lat_avg, z.lat_min, z.lat_max, m.lat_avg,
                             m.lat_min, m.lat_max, lx, stage, nccl_us, nccl_busbw, z.lat_med, m.lat_med,
-                            use_mpi && m.lat_med > 0 ? z.lat_med / m.lat_med : 0, reps, z.stream_min, m.stream_min);
+                            use_mpi && m.lat_med > 0 ? z.lat_med / m.lat_med : 0, reps, z.stream_min, m.stream_min,
+                            z.xhost_rank, z.xhost_host_max, z.xhost_total);
             }
         }
     }
