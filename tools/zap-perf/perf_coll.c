@@ -54,13 +54,16 @@ typedef enum { OP_ALLREDUCE, OP_BCAST } coll_op_t;
 typedef struct coll_opts {
     size_t min, max;
     long iters, warmup; /* 0: by size */
+    long max_iters;     /* caps the iterations chosen by size (0: no cap) */
     long reps;          /* streaming passes per size (median and minimum reported) */
     char ops[64];
     char mem[16];
     const char *alg;
     const char *csv;
     int root;
-    int no_mpi, mpi_device, no_nccl;
+    int no_mpi, mpi_device, no_nccl, no_zap;
+    size_t sizes[64]; /* --sizes: this list instead of the powers of two */
+    int nsizes;
 } coll_opts_t;
 
 typedef struct bufs {
@@ -79,11 +82,32 @@ static void usage(void)
             "usage: mpirun -np N zap-perf coll [--op allreduce,bcast] [--min SIZE] [--max SIZE]\n"
             "                                 [--iters N] [--warmup N] [--mem host|managed|device]\n"
             "                                 [--alg NAME] [--root R] [--csv FILE] [--no-mpi]\n"
-            "                                 [--mpi-device] [--no-nccl] [--reps N]\n"
+            "                                 [--mpi-device] [--no-nccl] [--reps N] [--sizes LIST] [--no-zap]\n"
+            "                                 [--max-iters N]\n"
             "  sizes in bytes (K, M, G: powers of 1024), defaults --min 8 --max 64M; float32 sum\n"
             "  --iters default by size (1000 below 64K ... 10 from 16M); --alg sets ZAP_ALLREDUCE_ALG\n"
             "  or ZAP_BCAST_ALG for the ops run (auto: the selection table)\n"
-            "  --reps N: N streaming passes per size; time is their median, smin their minimum\n");
+            "  --reps N: N streaming passes per size; time is their median, smin their minimum\n"
+            "  --sizes 8,4K,1M: these sizes instead of the powers of two from --min to --max\n"
+            "  --max-iters N: at most N iterations where they are chosen by size\n"
+            "  --no-zap: MPI only (e.g. another Open MPI coll component in a run of its own)\n");
+}
+
+/* A comma-separated list of sizes (perf_parse_size), each at least 4. */
+static int parse_sizes(const char *v, coll_opts_t *o)
+{
+    char buf[512];
+    if (strlen(v) >= sizeof(buf))
+        return -1;
+    strcpy(buf, v);
+    o->nsizes = 0;
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
+        size_t sz = 0;
+        if (o->nsizes == (int)(sizeof(o->sizes) / sizeof(o->sizes[0])) || perf_parse_size(tok, &sz) != 0 || sz < 4)
+            return -1;
+        o->sizes[o->nsizes++] = sz;
+    }
+    return o->nsizes > 0 ? 0 : -1;
 }
 
 static int parse(int argc, char **argv, coll_opts_t *o)
@@ -100,6 +124,7 @@ static int parse(int argc, char **argv, coll_opts_t *o)
         if (strcmp(a, "--no-mpi") == 0) { o->no_mpi = 1; continue; }
         if (strcmp(a, "--mpi-device") == 0) { o->mpi_device = 1; continue; }
         if (strcmp(a, "--no-nccl") == 0) { o->no_nccl = 1; continue; }
+        if (strcmp(a, "--no-zap") == 0) { o->no_zap = 1; continue; }
         if (v == NULL) {
             fprintf(stderr, "zap-perf coll: %s needs a value\n", a);
             return -1;
@@ -109,14 +134,27 @@ static int parse(int argc, char **argv, coll_opts_t *o)
         if (strcmp(a, "--max") == 0 && perf_parse_size(v, &o->max) == 0) continue;
         if (strcmp(a, "--iters") == 0 && (o->iters = atol(v)) > 0) continue;
         if (strcmp(a, "--warmup") == 0 && (o->warmup = atol(v)) >= 0) continue;
+        if (strcmp(a, "--max-iters") == 0 && (o->max_iters = atol(v)) > 0) continue;
         if (strcmp(a, "--reps") == 0 && (o->reps = atol(v)) > 0) continue;
         if (strcmp(a, "--root") == 0) { o->root = atoi(v); continue; }
         if (strcmp(a, "--op") == 0 && strlen(v) < sizeof(o->ops)) { strcpy(o->ops, v); continue; }
         if (strcmp(a, "--mem") == 0 && strlen(v) < sizeof(o->mem)) { strcpy(o->mem, v); continue; }
         if (strcmp(a, "--alg") == 0) { o->alg = v; continue; }
         if (strcmp(a, "--csv") == 0) { o->csv = v; continue; }
+        if (strcmp(a, "--sizes") == 0 && parse_sizes(v, o) == 0) continue;
         fprintf(stderr, "zap-perf coll: bad option or value: %s %s\n", a, v);
         return -1;
+    }
+    if (o->no_zap && o->no_mpi) {
+        fprintf(stderr, "zap-perf coll: --no-zap and --no-mpi leave nothing to measure\n");
+        return -1;
+    }
+    if (o->nsizes > 0) {
+        o->min = o->sizes[0];
+        for (int k = 0; k < o->nsizes; k++) {
+            o->min = o->sizes[k] < o->min ? o->sizes[k] : o->min;
+            o->max = k == 0 || o->sizes[k] > o->max ? o->sizes[k] : o->max;
+        }
     }
     if (o->min < 4 || o->min > o->max) {
         fprintf(stderr, "zap-perf coll: need 4 <= --min <= --max (float32 elements)\n");
@@ -511,16 +549,20 @@ int perf_coll_main(int argc, char **argv)
         }
         if (o.alg != NULL)
             setenv(op == OP_ALLREDUCE ? "ZAP_ALLREDUCE_ALG" : "ZAP_BCAST_ALG", o.alg, 1);
-        for (size_t bytes = o.min; bytes <= o.max; bytes *= 2) {
+        for (int k = 0; o.nsizes > 0 ? k < o.nsizes : (o.min << k) <= o.max; k++) {
+            size_t bytes = o.nsizes > 0 ? o.sizes[k] : o.min << k;
             size_t count = bytes / sizeof(float);
             long iters = o.iters ? o.iters : default_iters(bytes);
+            if (!o.iters && o.max_iters > 0 && iters > o.max_iters)
+                iters = o.max_iters;
             long warmup = o.warmup ? o.warmup : (iters / 10 > 2 ? iters / 10 : 2);
             long reps = o.reps ? o.reps : 1;
             ctx_t c = {IMPL_ZAP, op, comm, &b, count, o.root};
             result_t z = {0}, m = {0};
             uint64_t gpu0, fb0, gpu1, fb1; /* GPU-resident path (core/coll/staging): did zap's calls take it? */
             zap_stage_counts(&gpu0, &fb0);
-            measure(&c, iters, warmup, reps, &z);
+            if (!o.no_zap)
+                measure(&c, iters, warmup, reps, &z);
             zap_stage_counts(&gpu1, &fb1);
             if (use_mpi) {
                 c.impl = IMPL_MPI;
