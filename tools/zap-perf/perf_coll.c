@@ -611,6 +611,8 @@ int perf_coll_main(int argc, char **argv)
                             m.lat_min, m.lat_max, lx, stage, nccl_us, nccl_busbw, z.lat_med, m.lat_med,
                             use_mpi && m.lat_med > 0 ? z.lat_med / m.lat_med : 0, reps, z.stream_min, m.stream_min,
                             z.xhost_rank, z.xhost_host_max, z.xhost_total);
+                if (out.csv)
+                    fflush(out.csv); /* a run stopped by a time limit keeps the sizes it finished */
             }
         }
     }
