@@ -99,6 +99,35 @@ class Ucp : public testing::Test {
 };
 zap_transport_t *Ucp::t_ = nullptr;
 
+// A second transport over the same ranks whose waits give up after 0.3 s
+// (zap_transport_params_t). Collective: every rank makes one and the
+// destructor closes it on every rank.
+class ShortTimeout {
+  public:
+    ShortTimeout()
+    {
+        zap_transport_params_t params{};
+        params.timeout_s = 0.3;
+        EXPECT_EQ(zap_ucp_transport_create_ex(MPI_COMM_WORLD, nullptr, &params, &t), ZAP_OK);
+    }
+    ~ShortTimeout() { zap_transport_close(t); }
+    // A receive on this transport that may take longer than its own timeout
+    // (a loaded machine): an explicit deadline instead.
+    zap_status_t recv_patiently(int peer, uint64_t tag, void *buf, size_t cap, size_t *len_p)
+    {
+        zap_request_t *r = nullptr;
+        zap_status_t st = zap_transport_irecv(t, peer, tag, buf, cap, &r);
+        if (st != ZAP_OK)
+            return st;
+        st = zap_request_wait_until(r, zap_clock_now() + 20.0);
+        if (st == ZAP_OK && len_p != nullptr)
+            st = zap_request_received(r, len_p);
+        zap_request_free(r);
+        return st;
+    }
+    zap_transport_t *t = nullptr;
+};
+
 TEST_F(Ucp, CreateGivesRankAndSizeOfTheCommunicator)
 {
     EXPECT_EQ(rank(), MpiRank());
@@ -362,12 +391,12 @@ TEST_F(Ucp, WaitGivesUpAfterTheTimeoutNamingThePeer)
 {
     int peer = (rank() + 1) % size();
     MpiExpectLog("timed out");
-    const char *old = getenv("ZAP_TIMEOUT");
-    std::string saved = old ? old : "";
-    setenv("ZAP_TIMEOUT", "0.3", 1);
+    ShortTimeout st;
+    ASSERT_NE(st.t, nullptr);
+    EXPECT_EQ(zap_transport_timeout(st.t), 0.3);
     char c;
     zap_request_t *r = nullptr;
-    ASSERT_EQ(zap_transport_irecv(t_, peer, 0xDEAD, &c, 1, &r), ZAP_OK); // nobody sends this
+    ASSERT_EQ(zap_transport_irecv(st.t, peer, 0xDEAD, &c, 1, &r), ZAP_OK); // nobody sends this
     double t0 = zap_clock_now();
     EXPECT_EQ(zap_request_wait(r), ZAP_ERR_TIMED_OUT);
     double took = zap_clock_now() - t0;
@@ -377,36 +406,67 @@ TEST_F(Ucp, WaitGivesUpAfterTheTimeoutNamingThePeer)
     EXPECT_EQ(zap_request_test(r, &done), ZAP_OK);
     EXPECT_EQ(done, 0) << "a timed-out request stays pending";
     zap_request_free(r); // cancels it
+    EXPECT_TRUE(MpiLogSeen("peer rank " + std::to_string(peer))) << MpiLogText();
+}
+
+// ZAP_TIMEOUT is read once, at create: changing it afterwards (to another
+// value or to garbage) changes nothing for a transport that exists.
+TEST_F(Ucp, TransportKeepsTheTimeoutItWasCreatedWith)
+{
+    int peer = (rank() + 1) % size();
+    const char *old = getenv("ZAP_TIMEOUT");
+    std::string saved = old ? old : "";
+    setenv("ZAP_TIMEOUT", "0.3", 1);
+    zap_transport_t *t = nullptr;
+    ASSERT_EQ(zap_ucp_transport_create(MPI_COMM_WORLD, nullptr, &t), ZAP_OK);
+    EXPECT_EQ(zap_transport_timeout(t), 0.3);
+    MpiExpectLog("timed out");
+    for (const char *later : {"20", "soon"}) {
+        setenv("ZAP_TIMEOUT", later, 1);
+        char c = 0;
+        double t0 = zap_clock_now();
+        EXPECT_EQ(zap_transport_recv(t, peer, 0xBEEF, &c, 1, nullptr), ZAP_ERR_TIMED_OUT) << later;
+        double took = zap_clock_now() - t0;
+        EXPECT_GE(took, 0.25) << later;
+        EXPECT_LT(took, 5.0) << "ZAP_TIMEOUT=" << later << " set after create was used";
+    }
     if (old)
         setenv("ZAP_TIMEOUT", saved.c_str(), 1);
     else
         unsetenv("ZAP_TIMEOUT");
-    EXPECT_TRUE(MpiLogSeen("peer rank " + std::to_string(peer))) << MpiLogText();
+    MPI_Barrier(MPI_COMM_WORLD);
+    zap_transport_close(t);
+}
+
+// A timeout out of range fails create on every rank and creates nothing.
+TEST_F(Ucp, CreateRefusesATimeoutOutOfRange)
+{
+    MpiExpectLog("out of range");
+    for (double bad : {-1.0, 0.0005, 2e7}) {
+        zap_transport_params_t params{};
+        params.timeout_s = bad;
+        zap_transport_t *t = nullptr;
+        EXPECT_EQ(zap_ucp_transport_create_ex(MPI_COMM_WORLD, nullptr, &params, &t), ZAP_ERR_INVALID_PARAM) << bad;
+        EXPECT_EQ(t, nullptr);
+    }
 }
 
 // The blocking forms have their own path in the UCX transport (no zap
 // request): the same contract, checked through zap_transport_send/recv.
 TEST_F(Ucp, BlockingReceiveGivesUpAfterTheTimeoutNamingThePeerAndIsCancelled)
 {
+    ShortTimeout st; // collective, as is the barrier: the odd rank out takes part
+    ASSERT_NE(st.t, nullptr);
     int peer = partner();
-    if (peer < 0)
-        return;
-    const bool receiver = rank() > peer;
+    const bool receiver = peer >= 0 && rank() > peer;
     if (receiver) {
         MpiExpectLog("timed out");
-        const char *old = getenv("ZAP_TIMEOUT");
-        std::string saved = old ? old : "";
-        setenv("ZAP_TIMEOUT", "0.3", 1);
         char c = 0;
         double t0 = zap_clock_now();
-        EXPECT_EQ(zap_transport_recv(t_, peer, 0xD00D, &c, 1, nullptr), ZAP_ERR_TIMED_OUT);
+        EXPECT_EQ(zap_transport_recv(st.t, peer, 0xD00D, &c, 1, nullptr), ZAP_ERR_TIMED_OUT);
         double took = zap_clock_now() - t0;
         EXPECT_GE(took, 0.25);
         EXPECT_LT(took, 5.0);
-        if (old)
-            setenv("ZAP_TIMEOUT", saved.c_str(), 1);
-        else
-            unsetenv("ZAP_TIMEOUT");
         EXPECT_TRUE(MpiLogSeen("a receive from peer rank " + std::to_string(peer))) << MpiLogText();
     }
     MPI_Barrier(MPI_COMM_WORLD);
@@ -415,11 +475,11 @@ TEST_F(Ucp, BlockingReceiveGivesUpAfterTheTimeoutNamingThePeerAndIsCancelled)
     char v = 'y', got = 0;
     size_t len = 0;
     if (receiver) {
-        ASSERT_EQ(zap_transport_recv(t_, peer, 0xD00D, &got, 1, &len), ZAP_OK);
+        ASSERT_EQ(st.recv_patiently(peer, 0xD00D, &got, 1, &len), ZAP_OK);
         EXPECT_EQ(got, 'y');
         EXPECT_EQ(len, 1u);
-    } else {
-        ASSERT_EQ(zap_transport_send(t_, peer, 0xD00D, &v, 1), ZAP_OK);
+    } else if (peer >= 0) {
+        ASSERT_EQ(zap_transport_send(st.t, peer, 0xD00D, &v, 1), ZAP_OK);
     }
 }
 
@@ -428,29 +488,22 @@ TEST_F(Ucp, BlockingReceiveGivesUpAfterTheTimeoutNamingThePeerAndIsCancelled)
 // which delivers it when the peer receives it later.
 TEST_F(Ucp, BlockingSendGivesUpAfterTheTimeoutNamingThePeer)
 {
+    ShortTimeout st; // collective, as is the barrier: the odd rank out takes part
+    ASSERT_NE(st.t, nullptr);
     int peer = partner();
-    if (peer < 0)
-        return;
-    const bool sender = rank() < peer;
+    const bool sender = peer >= 0 && rank() < peer;
     const size_t len = 1u << 20;
     const uint64_t tag = 0x5E17;
     std::vector<uint8_t> buf(len);
     if (sender) {
         MpiExpectLog("timed out");
         MpiExpectLog("gave up on a send to rank " + std::to_string(peer));
-        const char *old = getenv("ZAP_TIMEOUT");
-        std::string saved = old ? old : "";
-        setenv("ZAP_TIMEOUT", "0.3", 1);
         fill(buf.data(), len, seed_of(rank(), peer, tag, len));
         double t0 = zap_clock_now();
-        EXPECT_EQ(zap_transport_send(t_, peer, tag, buf.data(), len), ZAP_ERR_TIMED_OUT);
+        EXPECT_EQ(zap_transport_send(st.t, peer, tag, buf.data(), len), ZAP_ERR_TIMED_OUT);
         double took = zap_clock_now() - t0;
         EXPECT_GE(took, 0.25);
         EXPECT_LT(took, 5.0);
-        if (old)
-            setenv("ZAP_TIMEOUT", saved.c_str(), 1);
-        else
-            unsetenv("ZAP_TIMEOUT");
         EXPECT_TRUE(MpiLogSeen("a send to peer rank " + std::to_string(peer))) << MpiLogText();
     }
     MPI_Barrier(MPI_COMM_WORLD);
@@ -459,14 +512,14 @@ TEST_F(Ucp, BlockingSendGivesUpAfterTheTimeoutNamingThePeer)
     char ack = 'k';
     if (sender) {
         char got = 0;
-        ASSERT_EQ(zap_transport_recv(t_, peer, tag + 1, &got, 1, nullptr), ZAP_OK);
+        ASSERT_EQ(st.recv_patiently(peer, tag + 1, &got, 1, nullptr), ZAP_OK);
         EXPECT_EQ(got, 'k');
-    } else {
+    } else if (peer >= 0) {
         size_t got = 0;
-        ASSERT_EQ(zap_transport_recv(t_, peer, tag, buf.data(), len, &got), ZAP_OK);
+        ASSERT_EQ(st.recv_patiently(peer, tag, buf.data(), len, &got), ZAP_OK);
         EXPECT_EQ(got, len);
         EXPECT_EQ(first_bad(buf.data(), len, seed_of(peer, rank(), tag, len)), -1);
-        ASSERT_EQ(zap_transport_send(t_, peer, tag + 1, &ack, 1), ZAP_OK);
+        ASSERT_EQ(zap_transport_send(st.t, peer, tag + 1, &ack, 1), ZAP_OK);
     }
 }
 
@@ -476,12 +529,12 @@ TEST_F(Ucp, BlockingSendGivesUpAfterTheTimeoutNamingThePeer)
 TEST_F(Ucp, BlockingReceiveOfAMessageAlreadyThereReportsItsLength)
 {
     int peer = partner();
-    if (peer < 0)
-        return;
     std::vector<uint8_t> out(70000), in(70000 + 8);
     for (size_t len : {(size_t)0, (size_t)8, (size_t)1000, (size_t)8193, (size_t)70000}) {
         const uint64_t tag = 0xA1A0 + len % 13;
-        if (rank() < peer) {
+        if (peer < 0) { // the odd rank out: only the barrier
+            MPI_Barrier(MPI_COMM_WORLD);
+        } else if (rank() < peer) {
             fill(out.data(), len, seed_of(rank(), peer, tag, len));
             zap_request_t *r = nullptr;
             ASSERT_EQ(zap_transport_isend(t_, peer, tag, out.data(), len, &r), ZAP_OK);

@@ -1,9 +1,9 @@
 // A peer that exits early gives a clear error, never a hang. Two ranks: after
 // one message each way (so both endpoints exist), rank 1 calls _exit while
 // rank 0 waits in a receive from it, a blocking one (zap_transport_recv) and
-// then one posted before the exit. Each must fail within ZAP_TIMEOUT plus a
-// margin, with ZAP_ERR_PEER_FAILED (UCX noticed) or
-// ZAP_ERR_TIMED_OUT, and the log must name rank 1. Rank 0 then exits without
+// then one posted before the exit. Each must fail with ZAP_ERR_PEER_FAILED
+// (UCX noticed: TCP's reset, shared memory's keepalive) before ZAP_TIMEOUT
+// passes, and the log must name rank 1. Rank 0 then exits without
 // MPI_Finalize (its peer is gone); mpirun runs with
 // orte_allowed_exit_without_sync so that the early exit itself is not an
 // abort. Exit status 0 means the behaviour held; anything else is printed.
@@ -75,10 +75,10 @@ int main(int argc, char **argv)
     double btook = zap_clock_now() - t0;
     printf("[rank 0] blocking receive from the exited rank ended after %.2f s: %s\n", btook,
            zap_status_string(bst));
-    if (bst != ZAP_ERR_PEER_FAILED && bst != ZAP_ERR_TIMED_OUT)
-        fail("blocking receive: status is neither PEER_FAILED nor TIMED_OUT");
-    if (btook > zap_timeout_seconds() + 5.0)
-        fail("blocking receive: took longer than ZAP_TIMEOUT + 5 s");
+    if (bst != ZAP_ERR_PEER_FAILED)
+        fail("blocking receive: status is not PEER_FAILED");
+    if (btook >= zap_transport_timeout(t))
+        fail("blocking receive: took ZAP_TIMEOUT or longer");
     t0 = zap_clock_now();
     zap_status_t st = zap_request_wait(r);
     double took = zap_clock_now() - t0;
@@ -90,20 +90,18 @@ int main(int argc, char **argv)
     }
     printf("[rank 0] log:\n%s", log.c_str());
     fflush(stdout);
-    if (st != ZAP_ERR_PEER_FAILED && st != ZAP_ERR_TIMED_OUT)
-        fail("status is neither PEER_FAILED nor TIMED_OUT");
-    if (took > zap_timeout_seconds() + 5.0)
-        fail("took longer than ZAP_TIMEOUT + 5 s");
+    if (st != ZAP_ERR_PEER_FAILED)
+        fail("status is not PEER_FAILED");
+    if (took >= zap_transport_timeout(t))
+        fail("took ZAP_TIMEOUT or longer");
     if (log.find("rank 1") == std::string::npos)
         fail("the log does not name rank 1");
-    if (st == ZAP_ERR_PEER_FAILED) {
-        // Once known dead, new posts fail at once.
-        zap_request_t *r2 = nullptr;
-        if (zap_transport_isend(t, 1, 3, &v, sizeof v, &r2) != ZAP_ERR_PEER_FAILED)
-            fail("a send to the dead rank was not refused with PEER_FAILED");
-        if (zap_transport_send(t, 1, 3, &v, sizeof v) != ZAP_ERR_PEER_FAILED)
-            fail("a blocking send to the dead rank was not refused with PEER_FAILED");
-    }
+    // Once known dead, new posts fail at once.
+    zap_request_t *r2 = nullptr;
+    if (zap_transport_isend(t, 1, 3, &v, sizeof v, &r2) != ZAP_ERR_PEER_FAILED)
+        fail("a send to the dead rank was not refused with PEER_FAILED");
+    if (zap_transport_send(t, 1, 3, &v, sizeof v) != ZAP_ERR_PEER_FAILED)
+        fail("a blocking send to the dead rank was not refused with PEER_FAILED");
     zap_request_free(r);
     printf("[rank 0] PASSED\n");
     fflush(stdout);

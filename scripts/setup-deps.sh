@@ -4,7 +4,7 @@
 # /usr/local/cuda/bin/nvcc exists the GPU parts are built too.
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config git
-      libopenmpi-dev openmpi-bin libucx-dev ucx-utils libgtest-dev libsodium-dev iproute2 nftables iptables)
+      libopenmpi-dev openmpi-bin libucx-dev ucx-utils libgtest-dev libsodium-dev iproute2 nftables iptables gfortran)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -1,8 +1,8 @@
-/* One monotonic clock for every deadline, and the process-wide timeout. */
-#include <stdlib.h>
-#include <string.h>
+/* The monotonic clock, and ZAP_TIMEOUT read for a creator to keep
+ * (zap/clock.h). Nothing here caches: the objects that wait keep their own
+ * copy, taken when they are created. */
 #include <time.h>
-#include "zap/transport.h"
+#include "zap/clock.h"
 #include "base/config_table.h"
 
 double zap_clock_now(void)
@@ -12,30 +12,17 @@ double zap_clock_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* Every blocking wait asks for the timeout, and parsing the environment
- * each time cost ~600 ns, three times a small UCX message. The parsed value is
- * kept per thread next to the text it came from, so a changed ZAP_TIMEOUT
- * (tests set it at run time) is still seen, for the price of a getenv and a
- * short compare. */
+zap_status_t zap_timeout_from_env(double *seconds_p)
+{
+    if (seconds_p == NULL)
+        return ZAP_ERR_INVALID_PARAM;
+    return zap_cfg_get_seconds(ZAP_CFG_TIMEOUT, seconds_p);
+}
+
 double zap_timeout_seconds(void)
 {
-    static _Thread_local char cached_text[64];
-    static _Thread_local double cached_value;
-    static _Thread_local int cached;
-    const char *text = getenv("ZAP_TIMEOUT");
-    if (text == NULL)
-        text = "";
-    if (cached && strcmp(text, cached_text) == 0)
-        return cached_value;
-    double t = 30.0;
-    /* A malformed ZAP_TIMEOUT was already reported when the transport was
-     * created (it validates the table); keep the default here. */
-    if (zap_cfg_get_seconds(ZAP_CFG_TIMEOUT, &t) != ZAP_OK)
-        t = 30.0;
-    if (strlen(text) < sizeof(cached_text)) {
-        strcpy(cached_text, text);
-        cached_value = t;
-        cached = 1;
-    }
+    double t = ZAP_TIMEOUT_DEFAULT_S;
+    if (zap_cfg_peek_seconds(ZAP_CFG_TIMEOUT, &t) != ZAP_OK)
+        t = ZAP_TIMEOUT_DEFAULT_S;
     return t;
 }

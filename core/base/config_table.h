@@ -35,8 +35,12 @@ typedef enum zap_cfg_id {
 
 /* Unsigned integer (sizes accept K/M/G/T and KiB/MiB/GiB/TiB suffixes, powers of 1024). */
 zap_status_t zap_cfg_get_u64(zap_cfg_id_t id, uint64_t *value_p);
-/* Non-negative decimal seconds (e.g. "30", "0.5"). */
+/* Seconds: digits with an optional decimal fraction ("30", "0.5"), within the
+ * row's range. */
 zap_status_t zap_cfg_get_seconds(zap_cfg_id_t id, double *value_p);
+/* zap_cfg_get_seconds without the log line or the unknown-variable warning,
+ * for a reader that falls back to the default by itself. */
+zap_status_t zap_cfg_peek_seconds(zap_cfg_id_t id, double *value_p);
 /* One of the names in the row's "a|b|c" choices; *index_p is its position. */
 zap_status_t zap_cfg_get_choice(zap_cfg_id_t id, int *index_p);
 /* Name of the id's variable, for messages. */

@@ -3,7 +3,7 @@
  * nor UCX. */
 #include "zap/coll_mpi.h"
 #include "zap/ucp.h"
-#include "coll/coll_impl.h"
+#include "coll/comm_impl.h"
 
 zap_status_t zap_comm_create_mpi(MPI_Comm mpi_comm, zap_pool_t *pool, zap_comm_t **comm_p)
 {

@@ -329,6 +329,7 @@ zap_status_t zap_transport_checksum_wrap(zap_transport_t *inner, zap_transport_t
     c->ops.cap_flags = inner->ops->cap_flags;
     c->ops.min_latency_us = inner->ops->min_latency_us;
     zap_transport_base_init(&c->base, &c->ops, inner->rank, inner->size, inner->pool, false);
+    c->base.timeout_s = inner->timeout_s;
     c->inner = inner;
     c->corrupt_rank = corrupt;
     pthread_mutex_init(&c->lock, NULL);

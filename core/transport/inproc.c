@@ -498,6 +498,12 @@ static const zap_transport_ops_t inproc_ops = {
 
 zap_status_t zap_inproc_world_create(int nranks, zap_pool_t *pool, zap_inproc_world_t **world_p)
 {
+    return zap_inproc_world_create_ex(nranks, pool, NULL, world_p);
+}
+
+zap_status_t zap_inproc_world_create_ex(int nranks, zap_pool_t *pool, const zap_transport_params_t *params,
+                                        zap_inproc_world_t **world_p)
+{
     if (world_p == NULL || nranks < 1 || nranks > 4096) {
         zap_error("inproc: world of %d ranks: must be 1 to 4096", nranks);
         return ZAP_ERR_INVALID_PARAM;
@@ -506,10 +512,8 @@ zap_status_t zap_inproc_world_create(int nranks, zap_pool_t *pool, zap_inproc_wo
     zap_status_t st = zap_cfg_get_u64(ZAP_CFG_INPROC_EAGER_BYTES, &eager);
     if (st != ZAP_OK)
         return st;
-    /* Every wait reads ZAP_TIMEOUT; a malformed value is refused here, once,
-     * rather than replaced by the default at each wait (clock.c relies on it). */
     double timeout = 0;
-    st = zap_cfg_get_seconds(ZAP_CFG_TIMEOUT, &timeout);
+    st = zap_transport_params_timeout(params, &timeout);
     if (st != ZAP_OK)
         return st;
     zap_inproc_world_t *w = calloc(1, sizeof(*w));
@@ -540,6 +544,7 @@ zap_status_t zap_inproc_world_create(int nranks, zap_pool_t *pool, zap_inproc_wo
         w->ranks[r].world = w;
         pthread_mutex_init(&w->ranks[r].sent_lock, NULL);
         zap_transport_base_init(&w->ranks[r].base, &inproc_ops, r, nranks, pool, false);
+        w->ranks[r].base.timeout_s = timeout;
     }
     *world_p = w;
     return ZAP_OK;

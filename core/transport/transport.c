@@ -5,6 +5,7 @@
  * timeout with the same line). */
 #include "transport/transport_impl.h"
 #include "base/log.h"
+#include <math.h>
 #include <string.h>
 
 void zap_transport_base_init(zap_transport_t *t, const zap_transport_ops_t *ops, int rank, int size,
@@ -16,7 +17,23 @@ void zap_transport_base_init(zap_transport_t *t, const zap_transport_ops_t *ops,
     t->pool = pool;
     t->owns_pool = owns_pool;
     atomic_init(&t->closed, false);
+    t->timeout_s = ZAP_TIMEOUT_DEFAULT_S;
 }
+
+zap_status_t zap_transport_params_timeout(const zap_transport_params_t *params, double *timeout_p)
+{
+    if (params == NULL || params->timeout_s == 0)
+        return zap_timeout_from_env(timeout_p);
+    double t = params->timeout_s;
+    if (!isfinite(t) || t < 0.001 || t > 1e7) {
+        zap_error("transport: timeout_s %g is out of range (0.001 to 10000000 seconds, or 0 for ZAP_TIMEOUT)", t);
+        return ZAP_ERR_INVALID_PARAM;
+    }
+    *timeout_p = t;
+    return ZAP_OK;
+}
+
+double zap_transport_timeout(const zap_transport_t *t) { return t ? t->timeout_s : 0; }
 
 void zap_request_base_init(zap_request_t *req, zap_transport_t *t, zap_request_kind_t kind, int peer, uint64_t tag)
 {
@@ -66,7 +83,7 @@ static zap_status_t check_post(zap_transport_t *t, int peer, const void *buf, si
 void zap_transport_log_timeout(const zap_transport_t *t, zap_request_kind_t kind, int peer, uint64_t tag)
 {
     zap_error("transport %s: rank %d timed out after %.1f s waiting for %s peer rank %d (tag 0x%llx)",
-              t->ops->name, t->rank, zap_timeout_seconds(), kind == ZAP_REQ_SEND ? "a send to" : "a receive from",
+              t->ops->name, t->rank, t->timeout_s, kind == ZAP_REQ_SEND ? "a send to" : "a receive from",
               peer, (unsigned long long)tag);
 }
 
@@ -127,7 +144,7 @@ zap_status_t zap_transport_recv_buf(zap_transport_t *t, int peer, uint64_t tag, 
     if (st != ZAP_OK)
         return st;
     size_t len = 0;
-    double deadline = zap_clock_now() + zap_timeout_seconds();
+    double deadline = zap_clock_now() + t->timeout_s;
     st = t->ops->probe(t, peer, tag, deadline, &len);
     if (st != ZAP_OK)
         return st;
@@ -200,16 +217,16 @@ zap_status_t zap_request_wait_until(zap_request_t *req, double deadline)
     if (req == NULL)
         return ZAP_ERR_INVALID_PARAM;
     if (deadline <= 0) {
-        /* Most waits end within a few polls. Reading the clock and the
-         * ZAP_TIMEOUT setting costs hundreds of nanoseconds on some machines
-         * (getenv plus parsing; clock_gettime without vDSO), more than a
-         * small UCX message takes, so poll first and pay only when needed. */
+        /* Most waits end within a few polls. Reading the clock costs
+         * hundreds of nanoseconds on some machines (clock_gettime without
+         * vDSO), more than a small UCX message takes, so poll first and pay
+         * only when needed. */
         for (int i = 0; i < 64; i++) {
             zap_status_t st = req->transport->ops->test(req);
             if (st != ZAP_INPROGRESS)
                 return st;
         }
-        deadline = zap_clock_now() + zap_timeout_seconds();
+        deadline = zap_clock_now() + req->transport->timeout_s;
     }
     zap_status_t st = req->transport->ops->wait(req, deadline);
     if (st == ZAP_ERR_TIMED_OUT)

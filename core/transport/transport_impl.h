@@ -34,7 +34,7 @@ typedef struct zap_transport_ops {
      * a request object (UCX: its own request, polled inline, is cheaper than
      * a zap request with a completion callback, which shows at 8 bytes).
      * They keep the contract of zap_transport_send/recv: borrow the buffer
-     * until they return, give up after ZAP_TIMEOUT with ZAP_ERR_TIMED_OUT
+     * until they return, give up after t->timeout_s with ZAP_ERR_TIMED_OUT
      * (logged with zap_transport_log_timeout), and return the statuses isend
      * and irecv would, and a receive's truncation or failure as a wait
      * would. transport.c has checked the arguments. */
@@ -54,6 +54,10 @@ struct zap_transport {
     zap_pool_t *pool;
     bool owns_pool;
     atomic_bool closed;
+    /* Seconds a blocking wait may take, fixed at create: base_init sets the
+     * default, a backend its own (zap_transport_params_timeout), a wrapper
+     * its inner transport's. */
+    double timeout_s;
 };
 
 typedef enum zap_request_kind { ZAP_REQ_SEND = 1, ZAP_REQ_RECV = 2 } zap_request_kind_t;
@@ -70,6 +74,10 @@ struct zap_request {
 };
 
 /* Shared helpers for backends. */
+/* The timeout a create call asked for: params->timeout_s when set (checked:
+ * ZAP_ERR_INVALID_PARAM, logged, when out of range), else ZAP_TIMEOUT read
+ * now. params may be NULL. */
+zap_status_t zap_transport_params_timeout(const zap_transport_params_t *params, double *timeout_p);
 void zap_transport_base_init(zap_transport_t *t, const zap_transport_ops_t *ops, int rank, int size,
                              zap_pool_t *pool, bool owns_pool);
 void zap_request_base_init(zap_request_t *req, zap_transport_t *t, zap_request_kind_t kind, int peer,

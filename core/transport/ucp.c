@@ -30,6 +30,7 @@
 #include "transport/ucp_tag.h"
 #include "transport/ucp_notice.h"
 #include "transport/ucp_worker.h"
+#include "transport/ucp_oob.h"
 #include "transport/peer_class.h"
 #include "pool/backing.h"
 #include "base/config_table.h"
@@ -150,7 +151,8 @@ struct ucp_transport {
 static const zap_transport_ops_t ucp_ops;
 
 /* Set once UCX has said it cannot detect peer failure on the transports in
- * use (UCX 1.13 shared memory). UCX_TLS is per process, so is this. */
+ * use (shared memory with UCX_MM_ERROR_HANDLING=n and nothing else allowed,
+ * say). UCX_TLS is per process, so is this. */
 static atomic_int no_peer_errors;
 
 static ucp_transport_t *ucp_of(zap_transport_t *t) { return (ucp_transport_t *)t; }
@@ -387,7 +389,7 @@ static void send_notices(ucp_transport_t *u)
     for (int i = 0; i < n; i++)
         if (i != u->base.rank && !u->peers[i].failed && peer_ep(u, i, &eps[i]) != ZAP_OK)
             eps[i] = NULL;
-    double wait = zap_timeout_seconds() < 0.2 ? zap_timeout_seconds() : 0.2;
+    double wait = u->base.timeout_s < 0.2 ? u->base.timeout_s : 0.2;
     zap_ucp_notice_send(u->w.worker, &u->notice, u->base.rank, u->first_failed, eps, n, zap_clock_now() + wait);
     free(eps);
 }
@@ -431,16 +433,17 @@ static void handle_failures(ucp_transport_t *u)
         send_notices(u);
 }
 
-static inline void progress_locked(ucp_transport_t *u)
+/* Now and then (every 4096 progress calls, at most every 50 ms) look for
+ * failure notices: a rank waiting on a peer whose death UCX has not reported
+ * (a connection still being retried) learns it from the rank that noticed.
+ * The probe walks UCX's whole unexpected queue (its source bits are masked),
+ * long with thousands of messages in flight: hence the time limit too. n
+ * progress calls were just made. */
+static inline void count_polls(ucp_transport_t *u, unsigned n)
 {
-    ucp_worker_progress(u->w.worker);
-    /* Now and then (every 4096 progress calls, at most every 50 ms) look for
-     * failure notices: a rank waiting on a peer whose death UCX has not
-     * reported (a connection still being retried) learns it from the rank
-     * that noticed. The probe walks UCX's whole unexpected queue (its source
-     * bits are masked), long with thousands of messages in flight: hence the
-     * time limit too. */
-    if ((++u->polls & 4095) == 0 && !u->closing) {
+    unsigned before = u->polls;
+    u->polls = before + n;
+    if (((before ^ u->polls) & ~4095u) != 0 && !u->closing) {
         double now = zap_clock_now();
         if (now - u->notice_probed > 0.05) {
             u->notice_probed = now;
@@ -449,6 +452,12 @@ static inline void progress_locked(ucp_transport_t *u)
         }
     }
     handle_failures(u);
+}
+
+static inline void progress_locked(ucp_transport_t *u)
+{
+    ucp_worker_progress(u->w.worker);
+    count_polls(u, 1);
 }
 
 /* ---- posting ------------------------------------------------------------ */
@@ -461,10 +470,10 @@ static zap_status_t peer_ep(ucp_transport_t *u, int peer, ucp_ep_h *ep_p)
         return ZAP_ERR_PEER_FAILED;
     }
     if (p->ep == NULL) {
-        /* Peer error handling where UCX offers it; the self endpoint never
-         * needs it. UCX 1.13's shared memory has none (UCX prints one error
-         * line saying so): dead peers then show up as timeouts. Same-host
-         * peers ask only when UCX_TLS was chosen (ucp_worker.h says why). */
+        /* Peer error handling for every other rank (ucp_worker.h says when
+         * shared memory offers it). Where UCX still has no transport that
+         * can give it, it says so once and dead peers show up as timeouts;
+         * the self endpoint never needs it. */
         int want = !atomic_load(&no_peer_errors) && zap_ucp_want_peer_errors(&u->w, peer);
         zap_status_t st = zap_ucp_ep_create(&u->w, peer, want, peer_error_cb, p, &p->ep);
         if (st == ZAP_ERR_UNSUPPORTED) {
@@ -649,11 +658,24 @@ static inline zap_status_t known_ep(ucp_transport_t *u, int peer, ucp_ep_h *ep_p
 static ucs_status_t poll_inline(ucp_transport_t *u, void *req, zap_request_kind_t kind, int peer, uint64_t tag,
                                 size_t cap, ucp_tag_recv_info_t *info_p, int want_len, zap_status_t *why_p)
 {
-    double deadline = 0;       /* read from the clock after the first batch */
-    zap_status_t why = ZAP_OK; /* set once the wait is being ended */
-    unsigned n = 0;
+    /* The first batch polls exactly as a bare UCP program does: nothing in
+     * the loop but UCX's two calls, so the request and the worker stay in
+     * registers and no bookkeeping runs between a message's arrival and its
+     * return. Most small messages end here; what progress_locked does per
+     * poll (failures UCX reported, the notice probe) is done once after. A
+     * thread waiting for the lock waits up to one batch. */
+    ucp_worker_h worker = u->w.worker;
     ucs_status_t s;
-    while ((s = ucp_request_check_status(req)) == UCS_INPROGRESS) {
+    unsigned n = 0;
+    while ((s = ucp_request_check_status(req)) == UCS_INPROGRESS && n < POLL_BATCH) {
+        ucp_worker_progress(worker);
+        n++;
+    }
+    count_polls(u, n);
+    double deadline = 0;       /* read from the clock at the first batch end */
+    zap_status_t why = ZAP_OK; /* set once the wait is being ended */
+    n = POLL_BATCH - 1;        /* the first turn below ends that batch */
+    while (s == UCS_INPROGRESS && (s = ucp_request_check_status(req)) == UCS_INPROGRESS) {
         progress_locked(u);
         int contended = spin_contended(&u->lock);
         int batch_end = (++n % POLL_BATCH) == 0;
@@ -666,7 +688,7 @@ static ucs_status_t poll_inline(ucp_transport_t *u, void *req, zap_request_kind_
             else if (atomic_load(&u->base.closed))
                 why = ZAP_ERR_CANCELED;
             else if (batch_end && deadline == 0)
-                deadline = zap_clock_now() + zap_timeout_seconds();
+                deadline = zap_clock_now() + u->base.timeout_s;
             else if (batch_end && zap_clock_now() > deadline)
                 why = ZAP_ERR_TIMED_OUT;
             if (why != ZAP_OK) {
@@ -674,7 +696,7 @@ static ucs_status_t poll_inline(ucp_transport_t *u, void *req, zap_request_kind_
                  * is arriving finishes first, for up to ZAP_TIMEOUT more.
                  * UCX cannot cancel a send: one to a failed peer ends with
                  * its endpoint (handle_failures), one timed out is left. */
-                deadline = zap_clock_now() + zap_timeout_seconds();
+                deadline = zap_clock_now() + u->base.timeout_s;
                 if (kind == ZAP_REQ_SEND && why == ZAP_ERR_TIMED_OUT)
                     goto give_up;
                 if (kind == ZAP_REQ_RECV) {
@@ -827,7 +849,7 @@ static zap_status_t ucp_probe(zap_transport_t *t, int peer, uint64_t tag, double
             st = ZAP_ERR_PEER_FAILED;
         } else if ((++n & 63) == 0 && zap_clock_now() > deadline) {
             zap_error("ucp: rank %d timed out after %.1f s waiting for a message from rank %d (tag 0x%llx)",
-                      t->rank, zap_timeout_seconds(), peer, (unsigned long long)tag);
+                      t->rank, t->timeout_s, peer, (unsigned long long)tag);
             st = ZAP_ERR_TIMED_OUT;
         } else if ((n & 63) == 0) {
             /* Let other threads at the worker now and then. */
@@ -917,7 +939,7 @@ static void ucp_request_free_op(zap_request_t *req)
     if (r->ucx != NULL) {
         /* UCX cannot cancel a send: progress until the peer takes it, for at
          * most ZAP_TIMEOUT, then leave it to finish in the background. */
-        double deadline = zap_clock_now() + zap_timeout_seconds();
+        double deadline = zap_clock_now() + u->base.timeout_s;
         unsigned n = 0;
         while (r->ucx != NULL && !((++n & 63) == 0 && zap_clock_now() > deadline))
             progress_locked(u);
@@ -1006,6 +1028,34 @@ static int any_peer_failed(ucp_transport_t *u)
     return 0;
 }
 
+/* The barrier of quiesce over the out-of-band allgather (ucp_oob.h), the
+ * worker progressed meanwhile as with MPI's. */
+static void quiesce_oob(ucp_transport_t *u, double deadline)
+{
+    if (any_peer_failed(u))
+        return;
+    char mine = 1;
+    char *all = calloc((size_t)u->base.size, 1);
+    void *req = NULL;
+    if (all == NULL || u->w.oob.allgather(u->w.oob.ctx, &mine, all, 1, &req) != ZAP_OK) {
+        zap_warn("ucp: rank %d: the barrier at close could not start; closing without it", u->base.rank);
+        free(all);
+        return;
+    }
+    zap_status_t st;
+    while ((st = u->w.oob.test(u->w.oob.ctx, req)) == ZAP_INPROGRESS) {
+        progress_locked(u);
+        if (zap_clock_now() > deadline) {
+            zap_warn("ucp: rank %d: not every rank reached close within %.1f s; closing anyway", u->base.rank,
+                     zap_timeout_seconds());
+            break;
+        }
+    }
+    /* A request still pending is the callback's to finish: free tells it. */
+    u->w.oob.free(u->w.oob.ctx, req);
+    free(all);
+}
+
 /* Flushes what this rank sent and waits (progressing, so that peers' flushes
  * complete too) until every rank has: after that no message is in flight and
  * endpoints can go. Skipped when a peer is known dead: the barrier could not
@@ -1017,6 +1067,10 @@ static void quiesce(ucp_transport_t *u, double deadline)
     if (s != UCS_OK && !any_peer_failed(u))
         zap_warn("ucp: rank %d: flushing the worker at close failed: %s", u->base.rank, ucs_status_string(s));
     handle_failures(u);
+    if (u->w.oob.allgather != NULL) {
+        quiesce_oob(u, deadline);
+        return;
+    }
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (finalized || any_peer_failed(u))
@@ -1032,7 +1086,7 @@ static void quiesce(ucp_transport_t *u, double deadline)
          * closed; only the deadline ends the wait. */
         if (!done && zap_clock_now() > deadline) {
             zap_warn("ucp: rank %d: not every rank reached close within %.1f s; closing anyway", u->base.rank,
-                     zap_timeout_seconds());
+                     u->base.timeout_s);
             /* The barrier request is left behind (MPI forbids freeing a
              * pending collective), and so is the communicator it uses. */
             u->w.comm = MPI_COMM_NULL;
@@ -1047,7 +1101,7 @@ static void ucp_close(zap_transport_t *t)
     if (atomic_exchange(&t->closed, true))
         return;
     spin_lock(&u->lock);
-    double deadline = zap_clock_now() + zap_timeout_seconds();
+    double deadline = zap_clock_now() + u->base.timeout_s;
     /* Pending receives are cancelled first, so that peers leaving after the
      * barrier cannot turn them into failures; pending sends end with their
      * endpoints, which UCX completes as cancelled. */
@@ -1130,7 +1184,9 @@ static const zap_transport_ops_t ucp_ops = {
 
 /* ---- create ------------------------------------------------------------- */
 
-zap_status_t zap_ucp_transport_create(MPI_Comm comm, zap_pool_t *pool, zap_transport_t **t_p)
+/* Both bootstraps: over comm, or over oob when it is not NULL. */
+static zap_status_t create(MPI_Comm comm, const zap_ucp_oob_t *oob, zap_pool_t *pool,
+                           const zap_transport_params_t *params, zap_transport_t **t_p)
 {
     if (t_p == NULL)
         return ZAP_ERR_INVALID_PARAM;
@@ -1138,33 +1194,39 @@ zap_status_t zap_ucp_transport_create(MPI_Comm comm, zap_pool_t *pool, zap_trans
     double timeout = 0;
     zap_status_t st = zap_cfg_get_choice(ZAP_CFG_UCP_STAGING, &staging);
     if (st == ZAP_OK)
-        st = zap_cfg_get_seconds(ZAP_CFG_TIMEOUT, &timeout);
+        st = zap_transport_params_timeout(params, &timeout);
     /* Settings are per process but every rank reads the same environment
      * under mpirun; a rank that fails here fails the agreement below. */
     ucp_transport_t *u = calloc(1, sizeof(*u));
     if (st == ZAP_OK && u == NULL)
         st = ZAP_ERR_NO_MEMORY;
-    int inited = 0;
-    MPI_Initialized(&inited);
-    if (!inited) {
-        zap_error("ucp: MPI must be initialised to bootstrap the UCX transport");
-        free(u);
-        return ZAP_ERR_INVALID_PARAM;
-    }
     int size = 0;
-    MPI_Comm_size(comm, &size);
+    if (oob != NULL) {
+        size = oob->size;
+    } else {
+        int inited = 0;
+        MPI_Initialized(&inited);
+        if (!inited) {
+            zap_error("ucp: MPI must be initialised to bootstrap the UCX transport");
+            free(u);
+            return ZAP_ERR_INVALID_PARAM;
+        }
+        MPI_Comm_size(comm, &size);
+    }
     if (size > (1 << ZAP_UCP_RANK_BITS)) {
         zap_error("ucp: %d ranks: the UCX transport's tags carry at most %d", size, 1 << ZAP_UCP_RANK_BITS);
         st = ZAP_ERR_INVALID_PARAM;
     }
     int mine = (int)st, all = 0;
-    if (MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS)
+    if (oob != NULL)
+        all = (int)zap_ucp_oob_agree(oob, st);
+    else if (MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS)
         all = ZAP_ERR_TRANSPORT;
     if (all != ZAP_OK) {
         free(u);
         return (zap_status_t)all;
     }
-    st = zap_ucp_worker_init(&u->w, comm);
+    st = oob != NULL ? zap_ucp_worker_init_oob(&u->w, oob, timeout) : zap_ucp_worker_init(&u->w, comm, timeout);
     if (st != ZAP_OK) {
         free(u);
         return st;
@@ -1191,9 +1253,7 @@ zap_status_t zap_ucp_transport_create(MPI_Comm comm, zap_pool_t *pool, zap_trans
         if (st != ZAP_OK)
             u->hook_slot = -1;
     }
-    mine = (int)st;
-    if (MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, u->w.comm) != MPI_SUCCESS)
-        all = ZAP_ERR_TRANSPORT;
+    all = (int)zap_ucp_worker_agree(&u->w, st);
     if (all != ZAP_OK) {
         if (u->hook_slot >= 0)
             (void)zap_pool_hooks_remove(pool, u->hook_slot);
@@ -1211,6 +1271,26 @@ zap_status_t zap_ucp_transport_create(MPI_Comm comm, zap_pool_t *pool, zap_trans
     }
     u->pool_kind = zap_pool_kind(pool);
     zap_transport_base_init(&u->base, &ucp_ops, u->w.rank, u->w.size, pool, owns_pool);
+    u->base.timeout_s = timeout;
     *t_p = &u->base;
     return ZAP_OK;
+}
+
+zap_status_t zap_ucp_transport_create(MPI_Comm comm, zap_pool_t *pool, zap_transport_t **t_p)
+{
+    return create(comm, NULL, pool, NULL, t_p);
+}
+
+zap_status_t zap_ucp_transport_create_ex(MPI_Comm comm, zap_pool_t *pool, const zap_transport_params_t *params,
+                                         zap_transport_t **t_p)
+{
+    return create(comm, NULL, pool, params, t_p);
+}
+
+zap_status_t zap_ucp_transport_create_oob(const zap_ucp_oob_t *oob, zap_pool_t *pool, zap_transport_t **t_p)
+{
+    if (oob == NULL || oob->allgather == NULL || oob->test == NULL || oob->free == NULL || oob->size < 1 ||
+        oob->rank < 0 || oob->rank >= oob->size)
+        return ZAP_ERR_INVALID_PARAM;
+    return create(MPI_COMM_NULL, oob, pool, NULL, t_p);
 }

@@ -8,8 +8,10 @@
 #include "transport/peer_class.h"
 #include "zap/transport.h"
 #include "base/log.h"
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 zap_status_t zap_ucp_status(ucs_status_t s)
 {
@@ -44,10 +46,12 @@ zap_status_t zap_ucp_status(ucs_status_t s)
 
 /* Combines a local status over comm: the most negative one wins, so every
  * rank returns an error when any rank has one. */
-static zap_status_t agree(MPI_Comm comm, zap_status_t local)
+static zap_status_t agree(zap_ucp_worker_t *w, zap_status_t local)
 {
+    if (w->oob.allgather != NULL)
+        return zap_ucp_oob_agree(&w->oob, local);
     int mine = (int)local, all = 0;
-    if (MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS) {
+    if (MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, w->comm) != MPI_SUCCESS) {
         zap_error("ucp: MPI_Allreduce failed during bootstrap");
         return ZAP_ERR_TRANSPORT;
     }
@@ -56,7 +60,80 @@ static zap_status_t agree(MPI_Comm comm, zap_status_t local)
     return (zap_status_t)all;
 }
 
-static zap_status_t open_ucp(zap_ucp_worker_t *w)
+static int env_set(const char *name)
+{
+    const char *v = getenv(name);
+    return v != NULL && v[0] != '\0';
+}
+
+/* UCX's yes/no words (ucs_config_sscanf_bool). */
+static int env_yes(const char *name)
+{
+    const char *v = getenv(name);
+    return v != NULL && (strcasecmp(v, "y") == 0 || strcasecmp(v, "yes") == 0 || strcasecmp(v, "on") == 0 ||
+                         strcmp(v, "1") == 0);
+}
+
+/* Whether UCX_TLS lets UCX use posix or sysv shared memory (the "mm"
+ * transports): unset or "all", a list naming one of them or an alias that
+ * contains them, or an exclusion list ("^...") that leaves one of them in. A
+ * setting UCX never applies draws a warning from it, so it is set only then. */
+static int mm_allowed(void)
+{
+    const char *tls = getenv("UCX_TLS");
+    if (tls == NULL || tls[0] == '\0' || strcmp(tls, "all") == 0)
+        return 1;
+    int exclude = tls[0] == '^';
+    int alias = 0, posix = 0, sysv = 0;
+    char buf[256];
+    snprintf(buf, sizeof(buf), "%s", tls + exclude);
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t != NULL; t = strtok_r(NULL, ",", &save)) {
+        alias |= strcmp(t, "sm") == 0 || strcmp(t, "shm") == 0 || strcmp(t, "mm") == 0;
+        posix |= strcmp(t, "posix") == 0;
+        sysv |= strcmp(t, "sysv") == 0;
+    }
+    if (exclude)
+        return !alias && !(posix && sysv);
+    return alias || posix || sysv;
+}
+
+/* Shared-memory peer failure detection (ucp_worker.h says why): on unless
+ * the user chose for UCX. Returns whether same-host endpoints can ask for it. */
+static int configure_peer_errors(zap_ucp_worker_t *w, ucp_config_t *config, double timeout_s)
+{
+    static const char *const user[] = {"UCX_MM_ERROR_HANDLING", "UCX_POSIX_ERROR_HANDLING",
+                                       "UCX_SYSV_ERROR_HANDLING"};
+    int chosen = 0, yes = 0;
+    for (size_t i = 0; i < sizeof(user) / sizeof(user[0]); i++) {
+        chosen |= env_set(user[i]);
+        yes |= env_yes(user[i]);
+    }
+    if (!chosen && !mm_allowed())
+        return 1; /* same-host traffic goes over a network transport, which has it */
+    if (!chosen) {
+        ucs_status_t s = ucp_config_modify(config, "MM_ERROR_HANDLING", "y");
+        if (s != UCS_OK) {
+            zap_info("ucp: rank %d: UCX does not take MM_ERROR_HANDLING (%s): a dead peer on this host will show "
+                     "as ZAP_ERR_TIMED_OUT",
+                     w->rank, ucs_status_string(s));
+            return 0;
+        }
+        yes = 1;
+    }
+    if (yes && !env_set("UCX_KEEPALIVE_INTERVAL")) {
+        double ka = timeout_s / 4;
+        ka = ka < 0.1 ? 0.1 : ka > 1.0 ? 1.0 : ka;
+        char text[32];
+        snprintf(text, sizeof(text), "%.0fms", ka * 1000);
+        ucs_status_t s = ucp_config_modify(config, "KEEPALIVE_INTERVAL", text);
+        if (s != UCS_OK)
+            zap_info("ucp: rank %d: UCX does not take KEEPALIVE_INTERVAL=%s (%s)", w->rank, text,
+                     ucs_status_string(s));
+    }
+    return yes;
+}
+
+static zap_status_t open_ucp(zap_ucp_worker_t *w, double timeout_s)
 {
     ucp_config_t *config = NULL;
     ucs_status_t s = ucp_config_read(NULL, NULL, &config);
@@ -64,6 +141,7 @@ static zap_status_t open_ucp(zap_ucp_worker_t *w)
         zap_error("ucp: rank %d: ucp_config_read failed: %s", w->rank, ucs_status_string(s));
         return ZAP_ERR_TRANSPORT;
     }
+    w->same_host_errors = configure_peer_errors(w, config, timeout_s);
     ucp_params_t params;
     memset(&params, 0, sizeof(params));
     params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED |
@@ -108,9 +186,13 @@ static zap_status_t exchange_addresses(zap_ucp_worker_t *w)
     w->addr_off = calloc((size_t)w->size, sizeof(int));
     if (st == ZAP_OK && (w->addr_len == NULL || w->addr_off == NULL))
         st = ZAP_ERR_NO_MEMORY;
-    st = agree(w->comm, st);
+    st = agree(w, st);
     if (st != ZAP_OK)
         goto out;
+    if (w->oob.allgather != NULL) {
+        st = zap_ucp_oob_exchange(w, addr, len);
+        goto out;
+    }
     int mine = (int)len;
     if (MPI_Allgather(&mine, 1, MPI_INT, w->addr_len, 1, MPI_INT, w->comm) != MPI_SUCCESS) {
         st = ZAP_ERR_TRANSPORT;
@@ -122,7 +204,7 @@ static zap_status_t exchange_addresses(zap_ucp_worker_t *w)
         total += (size_t)w->addr_len[r];
     }
     w->addrs = malloc(total > 0 ? total : 1);
-    st = agree(w->comm, w->addrs == NULL ? ZAP_ERR_NO_MEMORY : ZAP_OK);
+    st = agree(w, w->addrs == NULL ? ZAP_ERR_NO_MEMORY : ZAP_OK);
     if (st != ZAP_OK)
         goto out;
     if (MPI_Allgatherv(addr, mine, MPI_BYTE, w->addrs, w->addr_len, w->addr_off, MPI_BYTE, w->comm) !=
@@ -134,7 +216,7 @@ static zap_status_t exchange_addresses(zap_ucp_worker_t *w)
     /* Which ranks share a host: host name and boot id (peer_class.c). */
     uint64_t h = zap_host_id();
     w->host = calloc((size_t)w->size, sizeof(uint64_t));
-    st = agree(w->comm, w->host == NULL ? ZAP_ERR_NO_MEMORY : ZAP_OK);
+    st = agree(w, w->host == NULL ? ZAP_ERR_NO_MEMORY : ZAP_OK);
     if (st == ZAP_OK && MPI_Allgather(&h, 1, MPI_UINT64_T, w->host, 1, MPI_UINT64_T, w->comm) != MPI_SUCCESS)
         st = ZAP_ERR_TRANSPORT;
 out:
@@ -143,7 +225,7 @@ out:
     return st;
 }
 
-zap_status_t zap_ucp_worker_init(zap_ucp_worker_t *w, MPI_Comm comm)
+zap_status_t zap_ucp_worker_init(zap_ucp_worker_t *w, MPI_Comm comm, double timeout_s)
 {
     memset(w, 0, sizeof(*w));
     int inited = 0, finalized = 0;
@@ -160,7 +242,7 @@ zap_status_t zap_ucp_worker_init(zap_ucp_worker_t *w, MPI_Comm comm)
     }
     MPI_Comm_rank(w->comm, &w->rank);
     MPI_Comm_size(w->comm, &w->size);
-    zap_status_t st = agree(w->comm, open_ucp(w));
+    zap_status_t st = agree(w, open_ucp(w, timeout_s));
     if (st == ZAP_OK)
         st = exchange_addresses(w);
     if (st != ZAP_OK) {
@@ -169,6 +251,25 @@ zap_status_t zap_ucp_worker_init(zap_ucp_worker_t *w, MPI_Comm comm)
     }
     return ZAP_OK;
 }
+
+zap_status_t zap_ucp_worker_init_oob(zap_ucp_worker_t *w, const zap_ucp_oob_t *oob, double timeout_s)
+{
+    memset(w, 0, sizeof(*w));
+    w->comm = MPI_COMM_NULL;
+    w->oob = *oob;
+    w->rank = oob->rank;
+    w->size = oob->size;
+    zap_status_t st = agree(w, open_ucp(w, timeout_s));
+    if (st == ZAP_OK)
+        st = exchange_addresses(w);
+    if (st != ZAP_OK) {
+        zap_ucp_worker_cleanup(w);
+        return st;
+    }
+    return ZAP_OK;
+}
+
+zap_status_t zap_ucp_worker_agree(zap_ucp_worker_t *w, zap_status_t local) { return agree(w, local); }
 
 zap_status_t zap_ucp_ep_create(zap_ucp_worker_t *w, int peer, int peer_errors, ucp_err_handler_cb_t cb, void *arg,
                                ucp_ep_h *ep_p)
@@ -197,10 +298,7 @@ int zap_ucp_want_peer_errors(const zap_ucp_worker_t *w, int peer)
 {
     if (peer == w->rank)
         return 0;
-    if (w->host[peer] != w->host[w->rank])
-        return 1;
-    const char *tls = getenv("UCX_TLS");
-    return tls != NULL && tls[0] != '\0' && strcmp(tls, "all") != 0;
+    return w->host[peer] != w->host[w->rank] || w->same_host_errors;
 }
 
 ucs_status_t zap_ucp_wait_ptr(ucp_worker_h worker, ucs_status_ptr_t req, double deadline)

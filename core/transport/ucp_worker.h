@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <ucp/api/ucp.h>
 #include "zap/status.h"
+#include "transport/ucp_oob.h"
 
 typedef struct zap_ucp_worker {
     ucp_context_h context;
@@ -19,26 +20,49 @@ typedef struct zap_ucp_worker {
     int *addr_len;     /* per rank */
     int *addr_off;     /* per rank, into addrs */
     uint64_t *host;    /* per rank: a hash of MPI_Get_processor_name */
+    zap_ucp_oob_t oob; /* bootstrap without MPI (allgather set); comm is then MPI_COMM_NULL */
+    int same_host_errors; /* shared memory can report a dead peer (below) */
 } zap_ucp_worker_t;
 
 /* Collective over comm: creates context (tag feature) and worker (serialised
  * thread mode), exchanges addresses. The ranks agree: if any rank fails, all
- * return an error (the failing rank logs why). On failure *w is left zeroed. */
-zap_status_t zap_ucp_worker_init(zap_ucp_worker_t *w, MPI_Comm comm);
+ * return an error (the failing rank logs why). On failure *w is left zeroed.
+ *
+ * Peer failure on one host: UCX's shared-memory transports (posix, sysv)
+ * detect a dead peer (its pid's start time, checked every keepalive round)
+ * only when asked to expose that (UCX_MM_ERROR_HANDLING, default n); without
+ * it an endpoint asking for peer error handling finds no shared-memory
+ * transport, and UCX prints an ERROR line and refuses (only shared memory
+ * allowed) or carries same-host traffic over TCP (every transport allowed).
+ * So where UCX_TLS allows posix or sysv, unless the user set
+ * UCX_MM_ERROR_HANDLING (or UCX_POSIX_/UCX_SYSV_...), the context asks for
+ * it, and unless UCX_KEEPALIVE_INTERVAL is set, for a keepalive round every
+ * timeout_s / 4, between 0.1 and 1 s, so a dead peer on this host is seen
+ * well inside the timeout. */
+zap_status_t zap_ucp_worker_init(zap_ucp_worker_t *w, MPI_Comm comm, double timeout_s);
+
+/* The same over an out-of-band allgather (ucp_oob.h), copied into w. */
+zap_status_t zap_ucp_worker_init_oob(zap_ucp_worker_t *w, const zap_ucp_oob_t *oob, double timeout_s);
+
+/* The most negative of the ranks' statuses, on every rank, over whichever
+ * bootstrap w was made with. */
+zap_status_t zap_ucp_worker_agree(zap_ucp_worker_t *w, zap_status_t local);
+
+/* ucp_oob.c: the address and host exchange over w->oob, filling addr_len,
+ * addr_off (allocated by the caller), addrs and host. */
+zap_status_t zap_ucp_oob_exchange(zap_ucp_worker_t *w, const void *addr, size_t len);
 
 /* Connects to peer's worker. With peer_errors, asks for UCX peer error
  * handling: cb(arg, ep, status) then runs inside ucp_worker_progress when UCX
- * detects the peer failed. UCX 1.13's shared-memory transports cannot do that
- * (ucp_ep_create answers "unreachable"); the caller may retry without. */
+ * detects the peer failed. Where no allowed transport can (ucp_ep_create
+ * answers "unreachable", after printing an error line) ZAP_ERR_UNSUPPORTED
+ * comes back, unlogged; the caller may retry without. */
 zap_status_t zap_ucp_ep_create(zap_ucp_worker_t *w, int peer, int peer_errors, ucp_err_handler_cb_t cb, void *arg,
                                ucp_ep_h *ep_p);
 
 /* Whether to ask UCX for peer error handling on the endpoint to peer: never
  * for this rank itself; for a peer on another host, yes; for a peer on this
- * host only when UCX_TLS is set (and not "all"): with every transport
- * allowed, UCX 1.13 meets the request by carrying same-host traffic over TCP
- * instead of shared memory (whose 1.13 transports cannot detect a dead peer),
- * 40x the latency of an 8-byte message. */
+ * host, unless the user turned shared memory's off (same_host_errors). */
 int zap_ucp_want_peer_errors(const zap_ucp_worker_t *w, int peer);
 
 /* Progresses the worker until req (a status pointer from a UCP call) is done

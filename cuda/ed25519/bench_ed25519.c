@@ -9,7 +9,8 @@
  *      the message of the chosen items.
  *   3. For each batch size 2^min_log2 .. 2^max_log2:
  *        kernel-only: records already in device memory, verdicts to device
- *                     memory; the kernel's CUDA-event time (median of reps);
+ *                     memory; the kernel's CUDA-event time (median of reps,
+ *                     5 by default, at every size);
  *        end-to-end:  records in pinned host memory -> device, kernel, verdicts
  *                     and bitmap back to host; wall time of the call (median);
  *        CPU:         libsodium crypto_sign_verify_detached on all cores
@@ -35,7 +36,7 @@
 #include "ed25519_testgen.h"
 
 typedef struct bench_opts {
-    int min_log2, max_log2, cpu_max_log2, reps, threads, msg_len;
+    int min_log2, max_log2, cpu_max_log2, reps, threads, msg_len, rates_mask;
     uint32_t keys;
     uint64_t seed;
     const char *csv;
@@ -100,12 +101,13 @@ static void usage(void)
 {
     fprintf(stderr, "usage: zap-ed25519-bench [--min-log2 10] [--max-log2 22] [--cpu-max-log2 18]\n"
                     "         [--reps 5] [--keys 65536] [--threads all] [--seed N] [--csv file]\n"
-                    "         [--msg-len L]  (L > 0: variable-message records, every message L bytes)\n");
+                    "         [--msg-len L]  (L > 0: variable-message records, every message L bytes)\n"
+                    "         [--rates 0,1,50]  (percent invalid; the crossover needs 0)\n");
 }
 
 int main(int argc, char **argv)
 {
-    bench_opts_t o = {10, 22, 18, 5, 0, 0, 65536, 0x5eed, NULL};
+    bench_opts_t o = {10, 22, 18, 5, 0, 0, 7, 65536, 0x5eed, NULL};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -131,6 +133,18 @@ int main(int argc, char **argv)
             o.seed = strtoull(v, NULL, 0);
         else if (!strcmp(a, "--csv"))
             o.csv = v;
+        else if (!strcmp(a, "--rates")) {
+            /* comma-separated subset of 0,1,50 (percent invalid) */
+            o.rates_mask = 0;
+            for (const char *c = v; *c;) {
+                int r = atoi(c);
+                o.rates_mask |= r == 0 ? 1 : r == 1 ? 2 : r == 50 ? 4 : 8;
+                while (*c && *c != ',')
+                    c++;
+                if (*c == ',')
+                    c++;
+            }
+        }
         else {
             usage();
             return 2;
@@ -138,7 +152,7 @@ int main(int argc, char **argv)
         i++;
     }
     if (o.min_log2 < 4 || o.max_log2 > 26 || o.min_log2 > o.max_log2 || o.reps < 1 ||
-        o.msg_len < 0) {
+        o.msg_len < 0 || o.rates_mask == 0 || (o.rates_mask & 8)) {
         usage();
         return 2;
     }
@@ -219,6 +233,8 @@ int main(int argc, char **argv)
     int failures = 0;
     uint64_t crossover = 0;
     for (int ri = 0; ri < 3; ri++) {
+        if (!(o.rates_mask & (1 << ri)))
+            continue;
         memcpy(hrec, base.records, bytes);
         mutate(hrec, intended, nmax, rates_ppm[ri], o.seed + (uint64_t)ri, var);
         if (!check(cudaMemcpy(drec, hrec, bytes, cudaMemcpyHostToDevice), "cudaMemcpy records"))
@@ -241,7 +257,7 @@ int main(int argc, char **argv)
             uint64_t n = 1ull << lg;
             /* the first n items' messages are the first n * L bytes of the blob */
             uint64_t bl = var ? n * (uint64_t)o.msg_len : 0;
-            int reps = n <= (1u << 18) ? o.reps : (o.reps < 3 ? o.reps : 3);
+            int reps = o.reps;
             double kt[64], et[64], h2d[64], d2h[64];
             if (reps > 64)
                 reps = 64;

@@ -10,13 +10,17 @@
  *           (26, 25, 26, ... bits). 32-bit limbs suit sm_90, whose 32x32->64
  *           multiply-add is native while 64-bit multiplies are emulated.
  *   scalar  integers mod L = 2^252 + 27742317777372353535851937790883648493:
- *           Barrett reduction of the 512-bit hash, the S < L check, w-NAF.
+ *           Barrett reduction of the 512-bit hash, the S < L check, signed
+ *           fixed-window digits.
  *   group   twisted Edwards -x^2 + y^2 = 1 + d x^2 y^2 in extended
  *           coordinates (Hisil-Wong-Carter-Dawson formulas), point decoding
  *           with libsodium 1.0.18's checks, encoding.
  *   verify  the whole libsodium 1.0.18 acceptance rule for one item
  *           (zap_ed25519_verify_item; the rule is written out in
  *           docs/ed25519.md and above that function).
+ *   x4      the four-lane form of the scalar multiplication that the GPU's
+ *           small-batch kernel spreads over four lanes, with its host
+ *           reference (zap_x4_host_verify_item).
  *
  * Limb bounds (the invariant every field operation relies on). Let U be the
  * bound of a carried element, as fe_mul and fe_sq return: |limb| <= 2^25 for
@@ -47,6 +51,12 @@
 #define ZAP_UNROLL _Pragma("GCC unroll 16")
 #else
 #define ZAP_UNROLL
+#endif
+
+/* Phase marks for the phase profiler (zap-ed25519-phases): a no-op unless
+ * the including file defines ZAP_ED25519_PHASE_MARK(phase) first. */
+#ifndef ZAP_ED25519_PHASE_MARK
+#define ZAP_ED25519_PHASE_MARK(phase) ((void)0)
 #endif
 
 /* ------------------------------------------------------------------------ */
@@ -258,6 +268,19 @@ ZAP_HD_INLINE void zap_fe_sq2_body(zap_fe_t *h, const zap_fe_t *f)
     zap_fe_carry64(h, t);
 }
 
+/* Column sums of f^2, doubled when twice is 1, carried: one body for lanes
+ * of a warp that need f^2 and 2 f^2 at the same step (the four-lane form
+ * below), so that they run one instruction stream. */
+ZAP_HD_INLINE void zap_fe_sqx_body(zap_fe_t *h, const zap_fe_t *f, int twice)
+{
+    int64_t t[10];
+    zap_fe_sq_cols(t, f);
+    ZAP_UNROLL
+    for (int i = 0; i < 10; i++)
+        t[i] += twice ? t[i] : 0;
+    zap_fe_carry64(h, t);
+}
+
 /* Code size on the GPU. Inlined everywhere, the three products above would
  * make the kernel about half a megabyte of straight-line code, far beyond the
  * SM's instruction cache: measured on the H200, every warp then stalls on
@@ -283,6 +306,13 @@ static __device__ __noinline__ zap_fe_t zap_fe_sq2_dev(const zap_fe_t f)
 {
     zap_fe_t h;
     zap_fe_sq2_body(&h, &f);
+    return h;
+}
+
+static __device__ __noinline__ zap_fe_t zap_fe_sqx_dev(const zap_fe_t f, int twice)
+{
+    zap_fe_t h;
+    zap_fe_sqx_body(&h, &f, twice);
     return h;
 }
 #endif
@@ -312,6 +342,16 @@ ZAP_HD_INLINE void zap_fe_sq2(zap_fe_t *h, const zap_fe_t *f)
     *h = zap_fe_sq2_dev(*f);
 #else
     zap_fe_sq2_body(h, f);
+#endif
+}
+
+/* h = f^2 (twice 0) or 2 f^2 (twice 1), carried. */
+ZAP_HD_INLINE void zap_fe_sqx(zap_fe_t *h, const zap_fe_t *f, int twice)
+{
+#if defined(__CUDA_ARCH__)
+    *h = zap_fe_sqx_dev(*f, twice);
+#else
+    zap_fe_sqx_body(h, f, twice);
 #endif
 }
 
@@ -579,26 +619,20 @@ ZAP_HD_INLINE uint32_t zap_sc_bits(const uint32_t k[8], int bit, int count)
     return v & ((1u << count) - 1u);
 }
 
-/* Width-w NAF of k < 2^253: naf[i] in {0, +-1, +-3, ..., +-(2^(w-1) - 1)},
- * k = sum naf[i] 2^i, any two non-zero digits at least w apart. */
-ZAP_HD_INLINE void zap_sc_wnaf(int8_t naf[256], const uint32_t k[8], int w)
+/* Signed radix-2^w digits of k < 2^253 (8 little-endian words): n digits with
+ * k = sum d[i] 2^(w i), d[i] in [-2^(w-1), 2^(w-1)), the top digit in
+ * [0, 2]. Needs n w >= 254, so that the top digit absorbs the last carry
+ * (k < 2^253 leaves the top window at most 1 before the carry). Unlike a
+ * sliding-window NAF, every item of a batch has a digit at the same bit
+ * positions: the GPU's lanes add at the same steps and never diverge (zero
+ * digits add the identity). */
+ZAP_HD_INLINE void zap_sc_signed_digits(int8_t *d, int n, const uint32_t k[8], int w)
 {
-    for (int i = 0; i < 256; i++)
-        naf[i] = 0;
-    int carry = 0, bit = 0;
-    while (bit < 256) {
-        if ((int)zap_sc_bits(k, bit, 1) == carry) {
-            bit++;
-            continue;
-        }
-        int now = w;
-        if (now > 256 - bit)
-            now = 256 - bit;
-        int word = (int)zap_sc_bits(k, bit, now) + carry;
-        carry = (word >> (w - 1)) & 1;
-        word -= carry << w;
-        naf[bit] = (int8_t)word;
-        bit += now;
+    int carry = 0;
+    for (int i = 0; i < n; i++) {
+        int v = (int)zap_sc_bits(k, w * i, w) + carry;
+        carry = (v + (1 << (w - 1))) >> w;
+        d[i] = (int8_t)(v - carry * (1 << w));
     }
 }
 
@@ -633,14 +667,20 @@ typedef struct zap_ge_niels {
     zap_fe_t ypx, ymx, xy2d;
 } zap_ge_niels_t;
 
-/* The base-point table: odd multiples B, 3B, ..., 127B for the width-8 NAF
- * of S. 64 entries of 120 bytes (7,680 bytes): small enough for shared
- * memory. Built once by zap_ed25519_btab_build (ed25519_host.c). */
-#define ZAP_ED25519_BTAB_W 8
-#define ZAP_ED25519_BTAB_N 64
-/* Width of the NAF of h used against -A: 8 odd multiples, computed per item. */
-#define ZAP_ED25519_ATAB_W 5
-#define ZAP_ED25519_ATAB_N 8
+/* The scalar multiplication [k](-A) + [S]B uses signed fixed windows: k in
+ * radix 2^4 (64 digits in [-8, 8)), S in radix 2^7 (37 digits in [-64, 64)).
+ * The tables hold the multiples 0..2^(w-1) of their point, entry 0 being the
+ * identity, so a digit d selects entry |d| and a negative digit negates it.
+ *   base point: 65 affine entries (0..64 B) of 120 bytes (7,800 bytes),
+ *     built once by zap_ed25519_btab_build (ed25519_host.c); the GPU keeps
+ *     it in shared memory.
+ *   key: 9 cached entries (0..8 (-A)), built per item. */
+#define ZAP_ED25519_BTAB_W 7
+#define ZAP_ED25519_BTAB_N 65
+#define ZAP_ED25519_BTAB_DIGITS 37 /* 37 * 7 = 259 >= 254 */
+#define ZAP_ED25519_ATAB_W 4
+#define ZAP_ED25519_ATAB_N 9
+#define ZAP_ED25519_ATAB_DIGITS 64
 
 ZAP_HD_INLINE void zap_ge_p2_0(zap_ge_p2_t *h)
 {
@@ -860,70 +900,182 @@ ZAP_HD_INLINE int zap_ge_has_small_order(const uint8_t s[32])
     return 0;
 }
 
-/* r = a*P + b*B, variable time, where P is given by its cached odd multiples
- * ptab[i] = (2i+1) P (i < 8), B by the base-point table btab[i] = (2i+1) B
- * (i < 64, affine), and a, b < 2^253 as 8 little-endian words. Interleaved
- * (Straus) double-and-add from the top non-zero digit: one doubling per bit
- * (about 253), about 253/6 additions for a and 253/9 for b. */
+/* 1 if the canonical encoding of the point (X : Y : Z) equals the 32 bytes
+ * r, computed without an inversion from r's decoding: rd and r_ok are what
+ * zap_ge_frombytes(rd, r) gave. Requires r to have passed
+ * zap_ge_has_small_order (r not on the list). Then the encodings are equal
+ * exactly when r's y is canonical, r decodes, and the points are equal:
+ * the encoding fixes y and the parity of x, the decoder returns the x of
+ * that parity, and only y = +-1 (on the list) have x = 0, the one value
+ * whose encoding cannot carry a set sign bit. The GPU's four-lane kernel
+ * decodes R on lanes that are otherwise idle while A is decoded, and so
+ * saves the inversion of the final encoding. */
+ZAP_HD_INLINE int zap_ge_p2_encodes_to(const zap_ge_p2_t *p, const uint8_t r[32],
+                                       const zap_ge_p3_t *rd, int r_ok)
+{
+    zap_fe_t t, d;
+    zap_fe_mul(&t, &rd->X, &p->Z);
+    zap_fe_sub(&d, &p->X, &t);
+    int ex = zap_fe_iszero(&d);
+    zap_fe_mul(&t, &rd->Y, &p->Z);
+    zap_fe_sub(&d, &p->Y, &t);
+    int ey = zap_fe_iszero(&d);
+    return r_ok & zap_ge_is_canonical(r) & ex & ey;
+}
+
+ZAP_HD_INLINE void zap_ge_p3_0(zap_ge_p3_t *h)
+{
+    zap_fe_0(&h->X);
+    zap_fe_1(&h->Y);
+    zap_fe_1(&h->Z);
+    zap_fe_0(&h->T);
+}
+
+ZAP_HD_INLINE void zap_ge_cached_0(zap_ge_cached_t *h)
+{
+    zap_fe_1(&h->YpX);
+    zap_fe_1(&h->YmX);
+    zap_fe_1(&h->Z);
+    zap_fe_0(&h->T2d);
+}
+
+ZAP_HD_INLINE void zap_ge_niels_0(zap_ge_niels_t *h)
+{
+    zap_fe_1(&h->ypx);
+    zap_fe_1(&h->ymx);
+    zap_fe_0(&h->xy2d);
+}
+
+/* h = -f when neg is 1, else f. A select, not a branch: lanes of one warp
+ * that disagree on neg do not diverge. */
+ZAP_HD_INLINE void zap_fe_cneg(zap_fe_t *h, const zap_fe_t *f, int neg)
+{
+    ZAP_UNROLL
+    for (int i = 0; i < 10; i++)
+        h->v[i] = neg ? -f->v[i] : f->v[i];
+}
+
+/* r = p + q (neg 0) or p - q (neg 1), q cached. -(x, y) = (-x, y) swaps Y+X
+ * with Y-X and negates T; the swap is a choice of pointer and the negation
+ * is applied to the product T * 2dT, so the entry is read straight from its
+ * table (no copy held in registers) and no lane branches on the sign. */
+ZAP_HD_INLINE void zap_ge_add_signed(zap_ge_p1p1_t *r, const zap_ge_p3_t *p,
+                                     const zap_ge_cached_t *q, int neg)
+{
+    zap_fe_t a, b, c, zz, dd, t;
+    const zap_fe_t *qp = neg ? &q->YmX : &q->YpX;
+    const zap_fe_t *qm = neg ? &q->YpX : &q->YmX;
+    zap_fe_add(&t, &p->Y, &p->X);
+    zap_fe_mul(&b, &t, qp);
+    zap_fe_sub(&t, &p->Y, &p->X);
+    zap_fe_mul(&a, &t, qm);
+    zap_fe_mul(&c, &p->T, &q->T2d);
+    zap_fe_cneg(&c, &c, neg);
+    zap_fe_mul(&zz, &p->Z, &q->Z);
+    zap_fe_add(&dd, &zz, &zz);
+    zap_fe_sub(&r->X, &b, &a);
+    zap_fe_add(&r->Y, &b, &a);
+    zap_fe_add(&r->Z, &dd, &c); /* level 3 */
+    zap_fe_sub(&r->T, &dd, &c); /* level 3 */
+}
+
+/* r = p + q (neg 0) or p - q (neg 1), q affine; as zap_ge_add_signed. */
+ZAP_HD_INLINE void zap_ge_madd_signed(zap_ge_p1p1_t *r, const zap_ge_p3_t *p,
+                                      const zap_ge_niels_t *q, int neg)
+{
+    zap_fe_t a, b, c, dd, t;
+    const zap_fe_t *qp = neg ? &q->ymx : &q->ypx;
+    const zap_fe_t *qm = neg ? &q->ypx : &q->ymx;
+    zap_fe_add(&t, &p->Y, &p->X);
+    zap_fe_mul(&b, &t, qp);
+    zap_fe_sub(&t, &p->Y, &p->X);
+    zap_fe_mul(&a, &t, qm);
+    zap_fe_mul(&c, &p->T, &q->xy2d);
+    zap_fe_cneg(&c, &c, neg);
+    zap_fe_add(&dd, &p->Z, &p->Z);
+    zap_fe_sub(&r->X, &b, &a);
+    zap_fe_add(&r->Y, &b, &a);
+    zap_fe_add(&r->Z, &dd, &c);
+    zap_fe_sub(&r->T, &dd, &c);
+}
+
+/* r = p + d * P for a signed digit |d| <= 8, tab[j] = j P (cached, j <= 8). */
+ZAP_HD_INLINE void zap_ge_add_digit(zap_ge_p1p1_t *r, const zap_ge_p3_t *p,
+                                    const zap_ge_cached_t *tab, int d)
+{
+    int neg = d < 0;
+    zap_ge_add_signed(r, p, &tab[neg ? -d : d], neg);
+}
+
+/* r = p + d * B for a signed digit |d| <= 64, btab[j] = j B (affine). */
+ZAP_HD_INLINE void zap_ge_madd_digit(zap_ge_p1p1_t *r, const zap_ge_p3_t *p,
+                                     const zap_ge_niels_t *btab, int d)
+{
+    int neg = d < 0;
+    zap_ge_madd_signed(r, p, &btab[neg ? -d : d], neg);
+}
+
+/* r = a*P + b*B, variable time, for a, b < 2^253 (8 little-endian words),
+ * where ptab[j] = j P (cached, j < ZAP_ED25519_ATAB_N, ptab[0] the identity)
+ * and btab[j] = j B (affine, j < ZAP_ED25519_BTAB_N, btab[0] the identity).
+ * Straus with signed fixed windows: from bit 252 down, one doubling per bit
+ * (252), an addition of P's digit at every bit divisible by 4 (64) and of
+ * B's at every bit divisible by 7 (37). The schedule depends on the bit
+ * position only, never on the scalars, so on the GPU a warp's lanes run the
+ * same instruction stream (a sliding-window NAF makes each lane add at its
+ * own positions, and the warp then executes every lane's additions). The
+ * addition formula is complete on this curve (a = -1 square, d non-square),
+ * so adding the identity, a point to itself or a point of small order needs
+ * no special case. */
 ZAP_HD_INLINE void zap_ge_double_scalarmult(zap_ge_p2_t *r, const uint32_t a[8],
                                             const zap_ge_cached_t *ptab, const uint32_t b[8],
                                             const zap_ge_niels_t *btab)
 {
-    int8_t an[256], bn[256];
-    zap_sc_wnaf(an, a, ZAP_ED25519_ATAB_W);
-    zap_sc_wnaf(bn, b, ZAP_ED25519_BTAB_W);
-    zap_ge_p2_0(r);
-    int i = 255;
-    while (i >= 0 && an[i] == 0 && bn[i] == 0)
-        i--;
+    int8_t ad[ZAP_ED25519_ATAB_DIGITS], bd[ZAP_ED25519_BTAB_DIGITS];
+    zap_sc_signed_digits(ad, ZAP_ED25519_ATAB_DIGITS, a, ZAP_ED25519_ATAB_W);
+    zap_sc_signed_digits(bd, ZAP_ED25519_BTAB_DIGITS, b, ZAP_ED25519_BTAB_W);
     zap_ge_p1p1_t t;
     zap_ge_p3_t u;
-    for (; i >= 0; i--) {
+    /* bit 252 = 4 * 63 = 7 * 36: both top digits, added to the identity */
+    zap_ge_p3_0(&u);
+    zap_ge_add_digit(&t, &u, ptab, ad[ZAP_ED25519_ATAB_DIGITS - 1]);
+    zap_ge_p1p1_to_p3(&u, &t);
+    zap_ge_madd_digit(&t, &u, btab, bd[ZAP_ED25519_BTAB_DIGITS - 1]);
+    zap_ge_p1p1_to_p2(r, &t);
+    int ia = ZAP_ED25519_ATAB_DIGITS - 1, ib = ZAP_ED25519_BTAB_DIGITS - 1;
+    int ca = 0, cb = 0; /* bits since the last digit of each scalar */
+    for (int bit = 251; bit >= 0; bit--) {
         zap_ge_p2_dbl(&t, r);
-        int da = an[i], db = bn[i];
-        if (da > 0) {
+        if (++ca == ZAP_ED25519_ATAB_W) {
+            ca = 0;
+            ia--;
             zap_ge_p1p1_to_p3(&u, &t);
-            zap_ge_add(&t, &u, &ptab[da >> 1]);
-        } else if (da < 0) {
-            zap_ge_p1p1_to_p3(&u, &t);
-            zap_ge_sub(&t, &u, &ptab[(-da) >> 1]);
+            zap_ge_add_digit(&t, &u, ptab, ad[ia]);
         }
-        if (db > 0) {
+        if (++cb == ZAP_ED25519_BTAB_W) {
+            cb = 0;
+            ib--;
             zap_ge_p1p1_to_p3(&u, &t);
-            zap_ge_madd(&t, &u, &btab[db >> 1]);
-        } else if (db < 0) {
-            zap_ge_p1p1_to_p3(&u, &t);
-            zap_ge_msub(&t, &u, &btab[(-db) >> 1]);
+            zap_ge_madd_digit(&t, &u, btab, bd[ib]);
         }
         zap_ge_p1p1_to_p2(r, &t);
     }
 }
 
-/* ptab[i] = (2i+1) P for i < ZAP_ED25519_ATAB_N. */
-ZAP_HD_INLINE void zap_ge_odd_multiples(zap_ge_cached_t *ptab, const zap_ge_p3_t *p)
+/* ptab[j] = j P for j < ZAP_ED25519_ATAB_N, ptab[0] the identity. One
+ * running point (j P = (j - 1) P + P) keeps few values live on the GPU. */
+ZAP_HD_INLINE void zap_ge_multiples(zap_ge_cached_t *ptab, const zap_ge_p3_t *p)
 {
     zap_ge_p1p1_t t;
-    zap_ge_p3_t p2, cur;
-    zap_ge_p2_t pp;
-    zap_fe_copy(&pp.X, &p->X);
-    zap_fe_copy(&pp.Y, &p->Y);
-    zap_fe_copy(&pp.Z, &p->Z);
-    zap_ge_p2_dbl(&t, &pp);
-    zap_ge_p1p1_to_p3(&p2, &t);
-    zap_ge_p3_to_cached(&ptab[0], p);
-    cur = *p;
-    for (int i = 1; i < ZAP_ED25519_ATAB_N; i++) {
-        zap_ge_cached_t c2;
-        zap_ge_p3_to_cached(&c2, &p2);
-        zap_ge_add(&t, &cur, &c2);
+    zap_ge_p3_t cur = *p;
+    zap_ge_cached_0(&ptab[0]);
+    zap_ge_p3_to_cached(&ptab[1], p);
+    for (int j = 2; j < ZAP_ED25519_ATAB_N; j++) {
+        zap_ge_add(&t, &cur, &ptab[1]);
         zap_ge_p1p1_to_p3(&cur, &t);
-        zap_ge_p3_to_cached(&ptab[i], &cur);
+        zap_ge_p3_to_cached(&ptab[j], &cur);
     }
 }
-
-/* ------------------------------------------------------------------------ */
-/* Verification of one item under libsodium 1.0.18's rule                    */
-/* ------------------------------------------------------------------------ */
 
 /* Hash R || A || M with the message read through a plain pointer (host
  * memory, or device global memory on the GPU). */
@@ -937,6 +1089,247 @@ ZAP_HD_INLINE void zap_ed25519_hram(uint8_t h[64], const uint8_t r[32], const ui
     zap_sha512_update(&c, msg, len);
     zap_sha512_final(&c, h);
 }
+
+/* ------------------------------------------------------------------------ */
+/* Four-lane form: one point spread over four GPU lanes                      */
+/* ------------------------------------------------------------------------ */
+
+/* For small batches the GPU gives each item four lanes of a warp, and lane q
+ * (0..3) holds coordinate q of the running point (X, Y, Z, T). Every point
+ * operation is two rounds; in a round each lane gathers the four lanes'
+ * values (all[0..3], shuffles on the GPU) and computes one field product.
+ * The products of the extended-coordinate formulas are independent four at a
+ * time (Hisil, Wong, Carter, Dawson, "Twisted Edwards curves revisited",
+ * 2008), so an operation takes two products of latency instead of seven or
+ * eight, which is what a batch too small to fill the GPU waits for. The
+ * round functions below compute exactly the serial formulas' values (same
+ * sums, same products, same limb bounds); lanes differ only in which
+ * operands they select, never in the instructions they run. Tables are
+ * spread the same way: lane q keeps component q of every entry.
+ *   cached entry (Y+X, Y-X, Z, 2dT) -> lane components (Y-X, Y+X, Z, 2dT)
+ *   affine entry (y+x, y-x, 2dxy)   -> lane components (y-x, y+x, 1, 2dxy)
+ * zap_x4_dbl1, zap_x4_add1 and zap_x4_cached read all[2] only on lane 2 and
+ * all[3] only on lane 3 (each lane's own value), so for them a lane needs
+ * just lanes 0 and 1's values. */
+
+/* Products of the four-lane rounds. inl is a compile-time constant in the
+ * GPU's four-lane kernel: 1 inlines the product's body into the round (no
+ * call, and the round's shuffles and selects can overlap the product), 0
+ * calls the out-of-line product as everywhere else. Same value either way. */
+ZAP_HD_INLINE void zap_fe_mul_x(zap_fe_t *h, const zap_fe_t *f, const zap_fe_t *g, int inl)
+{
+    if (inl)
+        zap_fe_mul_body(h, f, g);
+    else
+        zap_fe_mul(h, f, g);
+}
+
+ZAP_HD_INLINE void zap_fe_sqx_x(zap_fe_t *h, const zap_fe_t *f, int twice, int inl)
+{
+    if (inl)
+        zap_fe_sqx_body(h, f, twice);
+    else
+        zap_fe_sqx(h, f, twice);
+}
+
+/* h = (a, b, c, d)[q], by selects. */
+ZAP_HD_INLINE void zap_fe_sel4(zap_fe_t *h, const zap_fe_t *a, const zap_fe_t *b,
+                               const zap_fe_t *c, const zap_fe_t *d, int q)
+{
+    ZAP_UNROLL
+    for (int i = 0; i < 10; i++) {
+        int32_t lo = q == 0 ? a->v[i] : b->v[i];
+        int32_t hi = q == 2 ? c->v[i] : d->v[i];
+        h->v[i] = q < 2 ? lo : hi;
+    }
+}
+
+/* Doubling, round 1, on (X, Y, Z, T): X^2, Y^2, 2 Z^2, (X + Y)^2. */
+ZAP_HD_INLINE void zap_x4_dbl1(zap_fe_t *out, const zap_fe_t all[4], int q, int inl)
+{
+    zap_fe_t xy, in;
+    zap_fe_add(&xy, &all[0], &all[1]); /* level 2 */
+    zap_fe_sel4(&in, &all[0], &all[1], &all[2], &xy, q);
+    zap_fe_sqx_x(out, &in, q == 2, inl);
+}
+
+/* Doubling, round 2, on (A, B, C, D) = (X^2, Y^2, 2Z^2, (X+Y)^2): the
+ * completed point of zap_ge_p2_dbl, then its four extended coordinates. */
+ZAP_HD_INLINE void zap_x4_dbl2(zap_fe_t *out, const zap_fe_t all[4], int q, int inl)
+{
+    zap_fe_t xc, yc, zc, tc, a, b;
+    zap_fe_add(&yc, &all[1], &all[0]); /* level 2 */
+    zap_fe_sub(&zc, &all[1], &all[0]); /* level 2 */
+    zap_fe_sub(&xc, &all[3], &yc);     /* level 3 */
+    zap_fe_sub(&tc, &all[2], &zc);     /* level 3 */
+    zap_fe_sel4(&a, &xc, &yc, &zc, &xc, q);
+    zap_fe_sel4(&b, &tc, &zc, &tc, &yc, q);
+    zap_fe_mul_x(out, &a, &b, inl);
+}
+
+/* Addition of Q (neg 0) or -Q (neg 1), round 1, on (X, Y, Z, T); comp is
+ * this lane's component of Q. Lanes 0 and 1 give (Y-X)(Y2-X2) and
+ * (Y+X)(Y2+X2), with the P side swapped for -Q (whose Y+X and Y-X are Q's
+ * swapped); lane 2 Z Z2; lane 3 T 2dT2, negated for -Q. */
+ZAP_HD_INLINE void zap_x4_add1(zap_fe_t *out, const zap_fe_t all[4], int q,
+                               const zap_fe_t *comp, int neg, int inl)
+{
+    zap_fe_t ymx, ypx, s0, s1, in;
+    zap_fe_sub(&ymx, &all[1], &all[0]); /* level 2 (3 for a decoded key) */
+    zap_fe_add(&ypx, &all[1], &all[0]);
+    zap_fe_sel4(&s0, &ymx, &ypx, &ymx, &ymx, neg);
+    zap_fe_sel4(&s1, &ypx, &ymx, &ypx, &ypx, neg);
+    zap_fe_sel4(&in, &s0, &s1, &all[2], &all[3], q);
+    zap_fe_mul_x(out, &in, comp, inl);
+    zap_fe_cneg(out, out, q == 3 && neg);
+}
+
+/* Addition, round 2, on the four products of round 1: the completed point
+ * of zap_ge_add_signed, then its four extended coordinates. */
+ZAP_HD_INLINE void zap_x4_add2(zap_fe_t *out, const zap_fe_t all[4], int q, int neg, int inl)
+{
+    zap_fe_t pa, pb, dd, e, f, g, hh, a, b;
+    zap_fe_sel4(&pa, &all[0], &all[1], &all[0], &all[0], neg); /* (Y-X)(Y2-X2) */
+    zap_fe_sel4(&pb, &all[1], &all[0], &all[1], &all[1], neg); /* (Y+X)(Y2+X2) */
+    zap_fe_add(&dd, &all[2], &all[2]); /* 2 Z Z2, level 2 */
+    zap_fe_sub(&e, &pb, &pa);          /* level 2 */
+    zap_fe_add(&hh, &pb, &pa);         /* level 2 */
+    zap_fe_sub(&f, &dd, &all[3]);      /* level 3 */
+    zap_fe_add(&g, &dd, &all[3]);      /* level 3 */
+    zap_fe_sel4(&a, &e, &g, &f, &e, q);
+    zap_fe_sel4(&b, &f, &hh, &g, &hh, q);
+    zap_fe_mul_x(out, &a, &b, inl);
+}
+
+/* Lane q's component of the cached form of the point (X, Y, Z, T):
+ * Y - X, Y + X, Z or 2dT, carried (one product, by 1 or by 2d). */
+ZAP_HD_INLINE void zap_x4_cached(zap_fe_t *out, const zap_fe_t all[4], int q, int inl)
+{
+    zap_fe_t ymx, ypx, in, one, d2, k;
+    zap_fe_sub(&ymx, &all[1], &all[0]);
+    zap_fe_add(&ypx, &all[1], &all[0]);
+    zap_fe_sel4(&in, &ymx, &ypx, &all[2], &all[3], q);
+    zap_fe_1(&one);
+    zap_fe_d2(&d2);
+    zap_fe_sel4(&k, &one, &one, &one, &d2, q);
+    zap_fe_mul_x(out, &in, &k, inl);
+}
+
+#if !defined(__CUDA_ARCH__)
+/* The four-lane double scalar multiplication run on the host, the four lanes
+ * one after the other at each round: the reference for the GPU's four-lane
+ * kernel, with the schedule of zap_ge_double_scalarmult. p is the point
+ * (extended), btab the base-point table; returns the result as a p2 point. */
+static inline void zap_x4_host_round_dbl(zap_fe_t st[4])
+{
+    zap_fe_t all[4], nx[4];
+    for (int q = 0; q < 4; q++)
+        all[q] = st[q];
+    for (int q = 0; q < 4; q++)
+        zap_x4_dbl1(&nx[q], all, q, q & 1);
+    for (int q = 0; q < 4; q++)
+        zap_x4_dbl2(&st[q], nx, q, q & 1);
+}
+
+static inline void zap_x4_host_round_add(zap_fe_t st[4], const zap_fe_t comp[4], int neg)
+{
+    zap_fe_t all[4], nx[4];
+    for (int q = 0; q < 4; q++)
+        all[q] = st[q];
+    for (int q = 0; q < 4; q++)
+        zap_x4_add1(&nx[q], all, q, &comp[q], neg, q & 1);
+    for (int q = 0; q < 4; q++)
+        zap_x4_add2(&st[q], nx, q, neg, q & 1);
+}
+
+static inline void zap_x4_host_double_scalarmult(zap_ge_p2_t *r, const uint32_t a[8],
+                                                 const zap_ge_p3_t *p, const uint32_t b[8],
+                                                 const zap_ge_niels_t *btab)
+{
+    zap_fe_t ptab[ZAP_ED25519_ATAB_N][4], st[4], one;
+    int8_t ad[ZAP_ED25519_ATAB_DIGITS], bd[ZAP_ED25519_BTAB_DIGITS];
+    zap_sc_signed_digits(ad, ZAP_ED25519_ATAB_DIGITS, a, ZAP_ED25519_ATAB_W);
+    zap_sc_signed_digits(bd, ZAP_ED25519_BTAB_DIGITS, b, ZAP_ED25519_BTAB_W);
+    zap_fe_1(&one);
+    /* table: entry 0 the identity (cached (1, 1, 1, 0): components 1, 1, 1, 0) */
+    for (int q = 0; q < 4; q++) {
+        if (q < 3)
+            zap_fe_1(&ptab[0][q]);
+        else
+            zap_fe_0(&ptab[0][q]);
+    }
+    zap_fe_t pt[4] = {p->X, p->Y, p->Z, p->T};
+    for (int q = 0; q < 4; q++)
+        zap_x4_cached(&ptab[1][q], pt, q, 0);
+    for (int q = 0; q < 4; q++)
+        st[q] = pt[q];
+    for (int j = 2; j < ZAP_ED25519_ATAB_N; j++) {
+        zap_x4_host_round_add(st, ptab[1], 0);
+        for (int q = 0; q < 4; q++)
+            zap_x4_cached(&ptab[j][q], st, q, 1);
+    }
+    /* identity, then the top digits */
+    zap_fe_0(&st[0]);
+    zap_fe_1(&st[1]);
+    zap_fe_1(&st[2]);
+    zap_fe_0(&st[3]);
+    int ia = ZAP_ED25519_ATAB_DIGITS - 1, ib = ZAP_ED25519_BTAB_DIGITS - 1;
+    for (int bit = 252; bit >= 0; bit--) {
+        if (bit < 252)
+            zap_x4_host_round_dbl(st);
+        if (bit % ZAP_ED25519_ATAB_W == 0) {
+            int d = ad[ia--], neg = d < 0;
+            zap_x4_host_round_add(st, ptab[neg ? -d : d], neg);
+        }
+        if (bit % ZAP_ED25519_BTAB_W == 0) {
+            int d = bd[ib--], neg = d < 0;
+            const zap_ge_niels_t *e = &btab[neg ? -d : d];
+            zap_fe_t comp[4] = {e->ymx, e->ypx, one, e->xy2d};
+            zap_x4_host_round_add(st, comp, neg);
+        }
+    }
+    r->X = st[0];
+    r->Y = st[1];
+    r->Z = st[2];
+}
+
+/* The verdict the GPU's four-lane kernel computes, on the host: every check
+ * evaluated (no early exit, as the kernel's lanes must stay together), R
+ * decoded beside A, the four-lane double scalar multiplication, and the
+ * comparison with R through zap_ge_p2_encodes_to instead of an encoding.
+ * Must equal zap_ed25519_verify_item (and libsodium) on every input. */
+static inline int zap_x4_host_verify_item(const uint8_t pk[32], const uint8_t r[32],
+                                          const uint8_t s[32], const uint8_t *msg, uint64_t len,
+                                          const zap_ge_niels_t *btab)
+{
+    int ok = zap_sc_is_canonical(s) & !zap_ge_has_small_order(r) & zap_ge_is_canonical(pk) &
+             !zap_ge_has_small_order(pk);
+    zap_ge_p3_t a, rd;
+    int a_ok = zap_ge_frombytes(&a, pk);
+    int r_ok = zap_ge_frombytes(&rd, r);
+    if (!a_ok) /* a failed decoding leaves the point unfinished: compute on with a valid one */
+        zap_ge_p3_0(&a);
+    if (!r_ok)
+        zap_ge_p3_0(&rd);
+    zap_fe_neg(&a.X, &a.X); /* -A */
+    zap_fe_neg(&a.T, &a.T);
+    uint8_t hbuf[64];
+    uint32_t k[8], sw[8];
+    zap_ed25519_hram(hbuf, r, pk, msg, len);
+    zap_sc_reduce512(k, hbuf);
+    for (int i = 0; i < 8; i++)
+        sw[i] = (uint32_t)s[4 * i] | ((uint32_t)s[4 * i + 1] << 8) |
+                ((uint32_t)s[4 * i + 2] << 16) | ((uint32_t)s[4 * i + 3] << 24);
+    zap_ge_p2_t rp;
+    zap_x4_host_double_scalarmult(&rp, k, &a, sw, btab);
+    return ok & a_ok & zap_ge_p2_encodes_to(&rp, r, &rd, r_ok);
+}
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Verification of one item under libsodium 1.0.18's rule                    */
+/* ------------------------------------------------------------------------ */
+
 
 /* Returns 1 if (pk, R || S) is a valid signature of msg under libsodium
  * 1.0.18's crypto_sign_verify_detached, else 0. In order:
@@ -959,8 +1352,11 @@ ZAP_HD_INLINE int zap_ed25519_verify_item(const uint8_t pk[32], const uint8_t r[
         return 0;
     if (!zap_ge_is_canonical(pk) || zap_ge_has_small_order(pk))
         return 0;
+    ZAP_ED25519_PHASE_MARK(1); /* range and blocklist checks */
     zap_ge_p3_t a;
-    if (!zap_ge_frombytes(&a, pk))
+    int decoded = zap_ge_frombytes(&a, pk);
+    ZAP_ED25519_PHASE_MARK(2); /* decoding A: the (p-5)/8 power */
+    if (!decoded)
         return 0;
     zap_fe_neg(&a.X, &a.X); /* -A */
     zap_fe_neg(&a.T, &a.T);
@@ -972,16 +1368,20 @@ ZAP_HD_INLINE int zap_ed25519_verify_item(const uint8_t pk[32], const uint8_t r[
     for (int i = 0; i < 8; i++)
         sw[i] = (uint32_t)s[4 * i] | ((uint32_t)s[4 * i + 1] << 8) |
                 ((uint32_t)s[4 * i + 2] << 16) | ((uint32_t)s[4 * i + 3] << 24);
+    ZAP_ED25519_PHASE_MARK(3); /* SHA-512(R || A || M) mod L */
 
     zap_ge_cached_t ptab[ZAP_ED25519_ATAB_N];
-    zap_ge_odd_multiples(ptab, &a);
+    zap_ge_multiples(ptab, &a);
+    ZAP_ED25519_PHASE_MARK(4); /* the table of multiples of -A */
     zap_ge_p2_t rp;
     zap_ge_double_scalarmult(&rp, k, ptab, sw, btab);
+    ZAP_ED25519_PHASE_MARK(5); /* [k](-A) + [S]B */
     uint8_t rcheck[32];
     zap_ge_p2_tobytes(rcheck, &rp);
     uint8_t diff = 0;
     for (int i = 0; i < 32; i++)
         diff |= rcheck[i] ^ r[i];
+    ZAP_ED25519_PHASE_MARK(6); /* encoding R' (an inversion) and the comparison */
     return diff == 0;
 }
 

@@ -28,8 +28,11 @@ typedef enum zap_ed25519_mem_kind {
     ZAP_ED25519_MEM_MANAGED = 3   /* managed memory: prefetched to the device, used in place */
 } zap_ed25519_mem_kind_t;
 
-/* Timings of one zap_ed25519_gpu_verify call (CUDA events on its stream,
- * wall clock for total_ms). */
+/* Timings of one zap_ed25519_gpu_verify call (CUDA events on its streams,
+ * wall clock for total_ms). Host records of 2^18 items or more are copied in
+ * chunks that overlap verification: then h2d_ms is the first chunk's copy,
+ * kernel_ms runs from the first kernel to the last chunk's verdicts back
+ * (the other copies overlap it), and d2h_ms is ~0. */
 typedef struct zap_ed25519_gpu_stats {
     double h2d_ms;    /* records and blob to the GPU (copy or prefetch); ~0 if resident */
     double kernel_ms; /* the verification kernel, verdicts and bitmap included */
@@ -54,7 +57,10 @@ int zap_ed25519_gpu_device_count(void);
  * CUDA, ZAP_ERR_CUDA when cudaSetDevice fails. */
 zap_status_t zap_ed25519_gpu_use_device(int dev);
 
-/* Verify n records on the calling thread's current CUDA device.
+/* Verify n records on the calling thread's current CUDA device. Batches of
+ * at most 8,192 items run the four-lane kernel (lowest latency), larger ones
+ * the one-lane kernel (highest throughput); ZAP_ED25519_GPU_LANES=1 or 4
+ * forces one of them, for tests and measurements.
  *
  * records: n * stride bytes (borrowed). stride >= 128 for fixed-message
  *   records, >= 104 for variable ones. Host (pageable or pinned), device or

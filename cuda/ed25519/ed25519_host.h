@@ -15,8 +15,9 @@
 extern "C" {
 #endif
 
-/* Fill out[0..63] with the affine odd multiples (2i+1)B of the base point in
- * (y+x, y-x, 2dxy) form, canonical limbs. Pure computation; thread-safe. */
+/* Fill out[0..64] with the affine multiples jB of the base point in
+ * (y+x, y-x, 2dxy) form, canonical limbs, out[0] the identity (1, 1, 0).
+ * Pure computation; thread-safe. */
 void zap_ed25519_btab_build(zap_ge_niels_t out[ZAP_ED25519_BTAB_N]);
 
 /* The process-wide table, built on first use (pthread_once). Never NULL. */

@@ -9,7 +9,8 @@
  *
  * Cost: one compression per 128-byte block (80 rounds of 64-bit operations,
  * which sm_90 emulates with 32-bit ones). For a 32-byte message that is one
- * block, about 2% of a verification; the curve arithmetic dominates. */
+ * block, about 1% of a verification on the GPU; the curve arithmetic
+ * dominates. */
 #ifndef ZAP_ED25519_SHA512_H
 #define ZAP_ED25519_SHA512_H
 

@@ -6,7 +6,8 @@
  * Semantics shared by every collective here:
  * - Collective calls: every rank of the communicator makes the same calls in
  *   the same order (as in MPI). Several non-blocking operations may be
- *   outstanding at once; each has its own tags, so they never mix.
+ *   outstanding at once (fewer than 8192 on one communicator); each has its
+ *   own tags, so they never mix.
  * - Deterministic: for a given rank count and algorithm every rank ends with
  *   identical bytes, run after run (each algorithm fixes and documents its
  *   reduction order, docs/collectives.md).
@@ -18,10 +19,16 @@
  *   in the exchange, so the others get ZAP_ERR_MISMATCH rather than waiting.
  *   Only a NULL communicator or NULL request pointer returns at once without
  *   communicating (the other ranks then time out).
- * - Deadlines: a blocking call, and zap_request_wait on a collective request,
- *   waits at most ZAP_TIMEOUT and then returns ZAP_ERR_TIMED_OUT (the log
- *   names the operation, and the transport names the peer). After a timeout
- *   or a transport error the communicator's state is undefined: destroy it.
+ * - Settings: a communicator's settings (zap_comm_params_t) are fixed when it
+ *   is made: explicit params first, then the ZAP_* environment read then,
+ *   then the defaults of docs/config.md. They must be the same on every rank.
+ * - Deadlines: a blocking call waits at most the communicator's timeout
+ *   (zap_comm_params_t.timeout_s, or ZAP_TIMEOUT when it was made) and then
+ *   returns ZAP_ERR_TIMED_OUT (the log names the operation and the rank it
+ *   waited for); zap_request_wait_until on a collective request waits until
+ *   its deadline, zap_request_wait until the transport layer's default one.
+ *   After a timeout or a transport error the communicator's state is
+ *   undefined: destroy it.
  * - Memory: buffers may be plain host memory, pool buffers of the
  *   communicator's transport (host, pinned or managed) or, where CUDA is
  *   built, managed or device memory; reductions on GPU-resident data run as
@@ -30,9 +37,9 @@
  *   the steps never call malloc.
  * - Thread-safety: a communicator is driven by one thread at a time (its
  *   requests included); different communicators are independent.
- * - Tags: collectives use transport tags with bit 43 set (communicator id,
- *   sequence number, step: docs/collectives.md); other users of the same
- *   transport keep their tags below 2^43.
+ * - Tags: collectives use transport tags with bit 43 set (communicator
+ *   context, sequence number, step: docs/collectives.md); other users of the
+ *   same transport keep their tags below 2^43.
  * - From MPI: zap/coll_mpi.h has zap_comm_create_mpi (UCX transport and
  *   communicator in one call).
  *
@@ -45,9 +52,9 @@
  * (ZAP_ERR_INVALID_PARAM, -1). Freeing a pending collective request cancels
  * it on this rank only; the other ranks of that operation then time out.
  * Except an allreduce or broadcast carried in shared memory
- * (zap_comm_shared_memory): its free finishes it, reading and writing the
- * buffers during the call as a wait would, for at most ZAP_TIMEOUT, so the
- * other ranks complete normally.
+ * (ZAP_COMM_ATTR_SHARED_MEMORY): its free finishes it, reading and writing
+ * the buffers during the call as a wait would, for at most the communicator's
+ * timeout, so the other ranks complete normally.
  * A request must be freed before its communicator is destroyed (destroy
  * cancels and frees leftovers, with a warning). */
 #ifndef ZAP_COLL_H
@@ -81,15 +88,108 @@ typedef enum zap_op {
 /* Color for zap_comm_split: this rank joins no new communicator. */
 #define ZAP_COMM_UNDEFINED (-1)
 
-/* One row of the automatic algorithm choice: calls with min_ranks <= size <=
- * max_ranks and min_bytes <= bytes < max_bytes (max_bytes SIZE_MAX: no upper
- * limit) use algorithm, unless ZAP_ALLREDUCE_ALG / ZAP_BCAST_ALG say
- * otherwise. The first matching row of a collective wins. */
+/* Settings a communicator captures when it is made (zap_comm_create_ex,
+ * zap_comm_create_group, zap_comm_create_subgroup). All-zero means defaults:
+ * a field left 0 (NULL, ZAP_COMM_SWITCH_DEFAULT) takes the ZAP_* variable
+ * named beside it as the environment holds it then, or the variable's
+ * default (docs/config.md); explicit fields win over the environment. Every
+ * rank of a communicator must pass the same settings (those that choose
+ * algorithms and exchanges decide which messages the ranks expect). New
+ * fields are appended. */
+typedef enum zap_comm_switch {
+    ZAP_COMM_SWITCH_DEFAULT = 0, /* the environment, else the default */
+    ZAP_COMM_SWITCH_ON = 1,      /* on (for shm and cma: wherever possible, as "auto") */
+    ZAP_COMM_SWITCH_OFF = 2
+} zap_comm_switch_t;
+
+typedef enum zap_comm_gpu_path {
+    ZAP_COMM_GPU_PATH_DEFAULT = 0,
+    ZAP_COMM_GPU_PATH_AUTO = 1, /* from gpu_min_bytes */
+    ZAP_COMM_GPU_PATH_IPC = 2,  /* at every size */
+    ZAP_COMM_GPU_PATH_OFF = 3
+} zap_comm_gpu_path_t;
+
+/* timeout_s: blocking waits have no deadline. */
+#define ZAP_COMM_TIMEOUT_NONE (-1.0)
+/* A byte-count field set to this means 0 bytes (0 itself means "not set"). */
+#define ZAP_COMM_BYTES_ZERO UINT64_MAX
+
+typedef struct zap_comm_params {
+    const char *allreduce_alg;         /* ZAP_ALLREDUCE_ALG: an allreduce algorithm name or "auto" */
+    const char *bcast_alg;             /* ZAP_BCAST_ALG */
+    double timeout_s;                  /* ZAP_TIMEOUT: > 0 seconds, or ZAP_COMM_TIMEOUT_NONE */
+    zap_comm_switch_t shm;             /* ZAP_COLL_SHM: a shared segment where every rank shares a host */
+    uint64_t shm_large_bytes;          /* ZAP_COLL_SHM_LARGE_BYTES (0 .. 64 MiB; ZAP_COMM_BYTES_ZERO: slots only) */
+    zap_comm_switch_t cma;             /* ZAP_COLL_CMA: single-copy reads of peers' memory */
+    uint64_t pipeline_bytes;           /* ZAP_COLL_PIPELINE_BYTES (4 KiB .. 64 MiB); unset: per message size */
+    zap_comm_gpu_path_t gpu_path;      /* ZAP_COLL_GPU_PATH */
+    uint64_t gpu_min_bytes;            /* ZAP_COLL_GPU_MIN_BYTES (ZAP_COMM_BYTES_ZERO: 0) */
+    zap_comm_switch_t checksum;        /* ZAP_CHECKSUM: every message of the communicator carries a CRC32C */
+    zap_comm_switch_t oversubscribed;  /* default: from the launcher (OMPI_COMM_WORLD_LOCAL_SIZE, ...) and the
+                                          core count; agreed over the ranks (any rank oversubscribed: all) */
+} zap_comm_params_t;
+
+/* The largest context id zap_comm_create_group takes. */
+#define ZAP_COMM_CONTEXT_ID_MAX 131071u
+
+/* zap_comm_query: what to fill (field_mask) and the answers. */
+enum {
+    ZAP_COMM_ATTR_RANK = 1u << 0,           /* rank */
+    ZAP_COMM_ATTR_SIZE = 1u << 1,           /* size */
+    ZAP_COMM_ATTR_TRANSPORT = 1u << 2,      /* transport */
+    ZAP_COMM_ATTR_CONTEXT = 1u << 3,        /* context_id, context_by_zap */
+    ZAP_COMM_ATTR_SET_UP = 1u << 4,         /* set_up */
+    ZAP_COMM_ATTR_SHARED_MEMORY = 1u << 5,  /* shared_memory, shared_memory_bytes */
+    ZAP_COMM_ATTR_SINGLE_COPY = 1u << 6,    /* single_copy */
+    ZAP_COMM_ATTR_OVERSUBSCRIBED = 1u << 7, /* oversubscribed */
+    ZAP_COMM_ATTR_TIMEOUT = 1u << 8,        /* timeout_s */
+    ZAP_COMM_ATTR_ALGORITHMS = 1u << 9      /* allreduce_algorithm, bcast_algorithm (input: bytes) */
+};
+
+typedef struct zap_comm_attr {
+    uint64_t field_mask; /* in: ZAP_COMM_ATTR_* to fill */
+    size_t bytes;        /* in, for ZAP_COMM_ATTR_ALGORITHMS: the call size asked about */
+    int rank, size;
+    zap_transport_t *transport; /* borrowed */
+    uint32_t context_id;  /* the id in the communicator's tags */
+    int context_by_zap;   /* 1: zap assigned it (zap_comm_create, split); 0: the caller gave it */
+    int set_up;           /* 1 once the setup ran (group communicators set up on their first allreduce or
+                             broadcast; until then the shared-memory fields read 0) */
+    int shared_memory;    /* every rank on one host, exchanging through a shared segment (ZAP_COLL_SHM) */
+    size_t shared_memory_bytes; /* the largest allreduce or broadcast the segment carries; 0 without one */
+    int single_copy;      /* large host allreduces may read peers' buffers directly (ZAP_COLL_CMA) */
+    int oversubscribed;   /* agreed: some rank's node runs more ranks than it has cores */
+    double timeout_s;     /* ZAP_COMM_TIMEOUT_NONE: no deadline */
+    const char *allreduce_algorithm; /* what an allreduce (bcast: broadcast) of bytes on host memory */
+    const char *bcast_algorithm;     /* runs first on this communicator under its settings (static strings) */
+} zap_comm_attr_t;
+
+/* Predicates of the selection table's rows (ZAP_COLL_PRED_*): what the
+ * communicator, the call and, for the memory kind, every rank's buffers must
+ * (require) or must not (forbid) satisfy. */
+enum {
+    ZAP_COLL_PRED_SAME_HOST = 1u << 0,      /* every rank on one host, the call agreeing in the shared segment */
+    ZAP_COLL_PRED_FITS_SHM = 1u << 1,       /* the call's bytes fit the segment (slots or large area) */
+    ZAP_COLL_PRED_SINGLE_COPY = 1u << 2,    /* the ranks may read each other's memory (ZAP_COLL_CMA) */
+    ZAP_COLL_PRED_OVERSUBSCRIBED = 1u << 3, /* some rank's node runs more ranks than cores */
+    ZAP_COLL_PRED_FLAT = 1u << 4,           /* the call agrees flat (every rank with every other, one round) */
+    ZAP_COLL_PRED_GPU_PATH = 1u << 5,       /* this rank wants the GPU path for the size (ZAP_COLL_GPU_PATH),
+                                               a device is present */
+    ZAP_COLL_PRED_HOST_MEMORY = 1u << 6,    /* every rank's buffers are host memory (voted in the agreement) */
+    ZAP_COLL_PRED_GPU_MEMORY = 1u << 7      /* every rank's buffers are managed or device memory (voted) */
+};
+
+/* One row of the selection table (zap_coll_selection_table): the automatic
+ * choice takes algorithm for calls of collective on min_ranks <= size <=
+ * max_ranks ranks with min_bytes <= bytes < max_bytes (max_bytes SIZE_MAX:
+ * no limit) where every require predicate holds and no forbid one does. */
 typedef struct zap_coll_selection_row {
-    const char *collective; /* "allreduce" or "bcast" */
-    const char *algorithm;  /* a name ZAP_<COLL>_ALG accepts */
+    const char *collective; /* "allreduce", "bcast", "scatterv", "allgatherv", "barrier" */
+    const char *algorithm;  /* its name (ZAP_<COLL>_ALG accepts those that may be forced) */
     int min_ranks, max_ranks;
     size_t min_bytes, max_bytes;
+    unsigned require, forbid; /* ZAP_COLL_PRED_* */
+    const char *rule;         /* a line saying when and why */
 } zap_coll_selection_row_t;
 
 ZAP_BEGIN_DECLS
@@ -104,21 +204,60 @@ ZAP_API int zap_op_supported(zap_dtype_t dt, zap_op_t op);
 /* --- communicators -------------------------------------------------------- */
 
 /* Creates a communicator over all ranks of transport t, rank i of the
- * communicator being rank i of the transport. Collective over the transport's
- * ranks; blocks until every rank has called it (at most ZAP_TIMEOUT). t is
- * borrowed and must outlive the communicator; several communicators may share
- * one transport. Returns ZAP_OK and *comm_p (destroy with zap_comm_destroy);
- * ZAP_ERR_INVALID_PARAM for NULL arguments; ZAP_ERR_NO_MEMORY; transport
- * errors (ZAP_ERR_TIMED_OUT, ZAP_ERR_PEER_FAILED, ...). */
+ * communicator being rank i of the transport, with the settings of params
+ * (borrowed for the call; NULL: all defaults). Collective over the
+ * transport's ranks; blocks until every rank has called it (at most the
+ * timeout). Also sets the communicator up: agrees on oversubscription and,
+ * where every rank is a process on one host, makes the shared segment. t is
+ * borrowed and must outlive the communicator; several communicators may
+ * share one transport. Returns ZAP_OK and *comm_p (destroy with
+ * zap_comm_destroy); ZAP_ERR_INVALID_PARAM for NULL arguments or a bad
+ * setting (explicit or in the environment; the log names it);
+ * ZAP_ERR_NO_MEMORY; transport errors (ZAP_ERR_TIMED_OUT,
+ * ZAP_ERR_PEER_FAILED, ...). */
+ZAP_API zap_status_t zap_comm_create_ex(zap_transport_t *t, const zap_comm_params_t *params, zap_comm_t **comm_p);
+/* zap_comm_create_ex with default settings. */
 ZAP_API zap_status_t zap_comm_create(zap_transport_t *t, zap_comm_t **comm_p);
+
+/* Creates a communicator over the nranks transport ranks listed in ranks
+ * (rank i of the communicator is transport rank ranks[i]; this rank must be
+ * one of them, each at most once), with context id context_id (0 ..
+ * ZAP_COMM_CONTEXT_ID_MAX) given by the caller, and the settings of params
+ * (NULL: defaults). Every member calls it with the same ranks, id and
+ * settings; the other ranks of the transport take no part. Local: it sends
+ * nothing and never blocks; the setup that zap_comm_create does at once
+ * (oversubscription, shared segment) runs among the members with their first
+ * allreduce or broadcast. Two communicators alive at once on one transport
+ * with a member in common must have different ids (the caller's ids never
+ * collide with the ids zap gives zap_comm_create and zap_comm_split, which
+ * live in another part of the tag); an id may be reused once every member
+ * has destroyed the communicator that had it. ranks and params are borrowed
+ * for the call, t until the communicator is destroyed. Destroy with
+ * zap_comm_destroy (local). Returns ZAP_OK and *comm_p;
+ * ZAP_ERR_INVALID_PARAM for NULL arguments, an empty or malformed list (a
+ * rank outside the transport, twice, or this rank missing), an id out of
+ * range or a bad setting; ZAP_ERR_NO_MEMORY. */
+ZAP_API zap_status_t zap_comm_create_group(zap_transport_t *t, const int *ranks, int nranks, uint32_t context_id,
+                                           const zap_comm_params_t *params, zap_comm_t **comm_p);
+/* The same over ranks of parent (rank i of the new communicator is rank
+ * ranks[i] of parent) on parent's transport: the settings are parent's with
+ * params' non-zero fields over them (params NULL: parent's), and
+ * oversubscription is parent's where parent's setup has run. Local as
+ * zap_comm_create_group; parent is borrowed for the call only (either may be
+ * destroyed first, but parent's transport must outlive both). Errors as
+ * zap_comm_create_group. */
+ZAP_API zap_status_t zap_comm_create_subgroup(zap_comm_t *parent, const int *ranks, int nranks,
+                                              uint32_t context_id, const zap_comm_params_t *params,
+                                              zap_comm_t **comm_p);
 
 /* Splits comm as MPI_Comm_split: ranks passing the same color (>= 0) form a
  * new communicator, ordered by key, then by rank in comm; a rank passing
  * ZAP_COMM_UNDEFINED gets *newcomm_p = NULL. Collective over comm (blocking).
- * The new communicator borrows comm's transport and is independent of comm
- * afterwards (either may be destroyed first). Returns ZAP_OK;
- * ZAP_ERR_INVALID_PARAM for NULL arguments or a negative color other than
- * ZAP_COMM_UNDEFINED; ZAP_ERR_NO_MEMORY; errors of the exchange. */
+ * The new communicator takes comm's settings, borrows comm's transport and
+ * is independent of comm afterwards (either may be destroyed first).
+ * Returns ZAP_OK; ZAP_ERR_INVALID_PARAM for NULL arguments or a negative
+ * color other than ZAP_COMM_UNDEFINED; ZAP_ERR_NO_MEMORY; errors of the
+ * exchange. */
 ZAP_API zap_status_t zap_comm_split(zap_comm_t *comm, int color, int key, zap_comm_t **newcomm_p);
 
 /* Destroys a communicator (local; not collective, except for one from
@@ -132,26 +271,29 @@ ZAP_API void zap_comm_destroy(zap_comm_t *comm);
 ZAP_API int zap_comm_rank(const zap_comm_t *comm);
 ZAP_API int zap_comm_size(const zap_comm_t *comm);
 ZAP_API zap_transport_t *zap_comm_transport(const zap_comm_t *comm);
-/* Whether comm's ranks share a host and exchange small allreduces (and every
- * allreduce's argument agreement) through shared memory instead of the
- * transport (ZAP_COLL_SHM, docs/collectives.md): 1, else 0 (also for NULL). */
-ZAP_API int zap_comm_shared_memory(const zap_comm_t *comm);
-/* The largest allreduce or broadcast, in bytes, such a communicator carries
- * in shared memory: ZAP_COLL_SHM_MAX_BYTES in a slot, or the large area's
- * size (ZAP_COLL_SHM_LARGE_BYTES, capped by rank count); 0 without a
- * segment. */
-ZAP_API size_t zap_comm_shared_memory_bytes(const zap_comm_t *comm);
-/* Whether such a communicator's large allreduces on host memory may read the
- * other ranks' buffers directly (the single-copy algorithm, process_vm_readv;
- * ZAP_COLL_CMA, agreed at creation): 1, else 0 (also for NULL). */
-ZAP_API int zap_comm_single_copy(const zap_comm_t *comm);
-/* What one slot carries (one cache line of header, then the vector). */
+
+/* Drives comm's transport and advances every outstanding operation of comm
+ * (what testing or waiting on one of its requests does, without a request).
+ * A wait advances only its own communicator's operations: a program with
+ * operations outstanding on several communicators whose ranks depend on
+ * each other's progress (an MPI layer's progress function, say) calls this
+ * for each while it waits. Never blocks. Returns ZAP_OK, or
+ * ZAP_ERR_INVALID_PARAM for a NULL comm. */
+ZAP_API zap_status_t zap_comm_progress(zap_comm_t *comm);
+
+/* Fills the fields of *attr that attr->field_mask asks for (the other fields
+ * are left as they are). Local, never blocks, thread-safe as the
+ * communicator is. Returns ZAP_OK; ZAP_ERR_INVALID_PARAM for NULL arguments. */
+ZAP_API zap_status_t zap_comm_query(const zap_comm_t *comm, zap_comm_attr_t *attr);
+
+/* What one slot of the shared segment carries (one cache line of header,
+ * then the vector). */
 #define ZAP_COLL_SHM_MAX_BYTES 4032
 
 /* --- collectives ---------------------------------------------------------- */
 /* Blocking forms return when this rank's part is complete (its buffers may be
- * reused) or after ZAP_TIMEOUT. Buffers are borrowed for the call. Each status:
- * ZAP_OK; ZAP_ERR_INVALID_PARAM (NULL comm, NULL buffer with a nonzero count,
+ * reused) or after the communicator's timeout. Buffers are borrowed for the
+ * call. Each status: ZAP_OK; ZAP_ERR_INVALID_PARAM (NULL comm, NULL buffer with a nonzero count,
  * invalid datatype/op/root, a capacity too small on this rank);
  * ZAP_ERR_UNSUPPORTED (op not defined on dt, or GPU memory without CUDA);
  * ZAP_ERR_MISMATCH (another rank's arguments differ or are invalid);
@@ -218,18 +360,15 @@ ZAP_API zap_status_t zap_ibarrier(zap_comm_t *comm, zap_request_t **req_p);
 
 /* --- algorithm selection --------------------------------------------------- */
 
-/* The automatic-choice rows (static, never freed): allreduce's and
- * broadcast's, each in match order. Any output pointer may be NULL. Returns
- * the total number of rows. Thread-safe. For zap-info. */
-ZAP_API size_t zap_coll_selection_table(const zap_coll_selection_row_t **allreduce_p, size_t *nallreduce_p,
-                                        const zap_coll_selection_row_t **bcast_p, size_t *nbcast_p);
-/* The algorithm the automatic choice gives collective ("allreduce", "bcast")
- * for bytes on ranks ranks, ignoring the environment; NULL for an unknown
- * collective. */
+/* The selection table (docs/collectives.md, "Selection"), every collective's
+ * rows in match order: fills rows[0 .. min(cap, total)) (rows may be NULL
+ * when cap is 0) and returns the total number of rows. The strings are
+ * static. Thread-safe. For zap-info. */
+ZAP_API size_t zap_coll_selection_table(zap_coll_selection_row_t *rows, size_t cap);
+/* The algorithm the automatic choice gives collective ("allreduce",
+ * "bcast", ...) for bytes on ranks ranks of a plain communicator (no shared
+ * segment, not oversubscribed, host memory); NULL for an unknown collective.
+ * zap_comm_query answers for a given communicator. */
 ZAP_API const char *zap_coll_auto_algorithm(const char *collective, size_t bytes, int ranks);
-/* The allreduce algorithm the automatic choice gives a vector of bytes on
- * comm, its shared-memory and single-copy rules included, ignoring the
- * environment (a GPU buffer may still move GPU to GPU); NULL for a NULL comm. */
-ZAP_API const char *zap_comm_allreduce_algorithm(const zap_comm_t *comm, size_t bytes);
 ZAP_END_DECLS
 #endif

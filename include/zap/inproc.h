@@ -10,9 +10,16 @@ typedef struct zap_inproc_world zap_inproc_world_t;
 ZAP_BEGIN_DECLS
 /* Creates a world of nranks ranks (1..4096) sharing pool (borrowed; it must
  * outlive the world) or, when pool is NULL, a pool the world creates from the
- * environment. Returns ZAP_ERR_INVALID_PARAM for a bad nranks, pool errors
- * otherwise. Free with zap_inproc_world_destroy. */
+ * environment. Settings (ZAP_TIMEOUT, ZAP_INPROC_EAGER_BYTES) are read here,
+ * once. Returns ZAP_ERR_INVALID_PARAM for a bad nranks or a malformed setting,
+ * pool errors otherwise. Free with zap_inproc_world_destroy. */
 ZAP_API zap_status_t zap_inproc_world_create(int nranks, zap_pool_t *pool, zap_inproc_world_t **world_p);
+
+/* zap_inproc_world_create with options: params (borrowed for the call; NULL or
+ * all-zero for the defaults) may set the timeout instead of ZAP_TIMEOUT. Also
+ * ZAP_ERR_INVALID_PARAM for a timeout_s out of range. */
+ZAP_API zap_status_t zap_inproc_world_create_ex(int nranks, zap_pool_t *pool, const zap_transport_params_t *params,
+                                                zap_inproc_world_t **world_p);
 
 /* The transport of one rank, created on first call and owned by the world
  * (zap_transport_close on it is allowed and makes that rank closed; peers

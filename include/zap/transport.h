@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include "zap/common.h"
 #include "zap/status.h"
+#include "zap/clock.h"
 #include "zap/pool.h"
 
 typedef struct zap_transport zap_transport_t;
@@ -29,6 +30,15 @@ enum {
     ZAP_CAP_ZERO_COPY = 1u << 1,    /* large messages move without an intermediate copy */
     ZAP_CAP_MULTI_NODE = 1u << 2    /* ranks may be on different hosts */
 };
+
+/* Options of a transport's create call (zap_ucp_transport_create_ex,
+ * zap_inproc_world_create_ex). All-zero means defaults; new fields are
+ * appended. */
+typedef struct zap_transport_params {
+    /* Seconds any blocking wait, probe, close step or pending-send free may
+     * take: 0.001 to 1e7, or 0 for ZAP_TIMEOUT (read once, at create). */
+    double timeout_s;
+} zap_transport_params_t;
 
 typedef struct zap_transport_caps {
     const char *name;        /* "inproc", "ucp" */
@@ -41,6 +51,10 @@ ZAP_BEGIN_DECLS
 /* This rank and the number of ranks. Return -1 for a NULL transport. */
 ZAP_API int zap_transport_rank(const zap_transport_t *t);
 ZAP_API int zap_transport_size(const zap_transport_t *t);
+
+/* The timeout the transport took at create (zap_transport_params_t), in
+ * seconds: how long its blocking calls wait. 0 for a NULL transport. */
+ZAP_API double zap_transport_timeout(const zap_transport_t *t);
 
 /* Name and capabilities. ZAP_ERR_INVALID_PARAM for NULL arguments. */
 ZAP_API zap_status_t zap_transport_caps(const zap_transport_t *t, zap_transport_caps_t *caps_p);
@@ -100,8 +114,9 @@ ZAP_API zap_status_t zap_transport_irecv(zap_transport_t *t, int peer, uint64_t 
                                          zap_request_t **req_p);
 
 /* Blocking forms: return when the buffer may be reused (send) or holds the
- * message (recv; *len_p optional gets its length). They wait at most
- * ZAP_TIMEOUT and then return ZAP_ERR_TIMED_OUT, logging the peer. */
+ * message (recv; *len_p optional gets its length). They wait at most the
+ * transport's timeout (zap_transport_timeout) and then return
+ * ZAP_ERR_TIMED_OUT, logging the peer. */
 ZAP_API zap_status_t zap_transport_send(zap_transport_t *t, int peer, uint64_t tag, const void *buf, size_t len);
 ZAP_API zap_status_t zap_transport_recv(zap_transport_t *t, int peer, uint64_t tag, void *buf, size_t cap,
                                         size_t *len_p);
@@ -109,7 +124,8 @@ ZAP_API zap_status_t zap_transport_recv(zap_transport_t *t, int peer, uint64_t t
 /* Receives the next message from peer with tag into a fresh pool buffer sized
  * to it: the seed's Recv, connected. Returns the buffer in *buf_p; the caller
  * frees it with zap_buf_free. A zero-length message gives an empty buffer
- * (ptr NULL, size 0) that needs no free. Blocks up to ZAP_TIMEOUT. */
+ * (ptr NULL, size 0) that needs no free. Blocks up to the transport's
+ * timeout. */
 ZAP_API zap_status_t zap_transport_recv_buf(zap_transport_t *t, int peer, uint64_t tag, zap_buf_t *buf_p);
 
 /* Takes a buffer from the transport's pool (the memory it sends from without
@@ -134,10 +150,10 @@ ZAP_API void zap_transport_close(zap_transport_t *t);
 
 /* Request completion. zap_request_test sets *done_p (1 complete, 0 not yet)
  * and returns ZAP_OK, or the request's error once complete with one.
- * zap_request_wait blocks until completion or ZAP_TIMEOUT (then
+ * zap_request_wait blocks until completion or the transport's timeout (then
  * ZAP_ERR_TIMED_OUT, naming the peer in the log; the request stays valid and
  * pending). zap_request_wait_until takes an absolute deadline in seconds on
- * zap_clock_now()'s clock; a deadline <= 0 means ZAP_TIMEOUT from now. */
+ * zap_clock_now()'s clock; a deadline <= 0 means the timeout from now. */
 ZAP_API zap_status_t zap_request_test(zap_request_t *req, int *done_p);
 ZAP_API zap_status_t zap_request_wait(zap_request_t *req);
 ZAP_API zap_status_t zap_request_wait_until(zap_request_t *req, double deadline);
@@ -150,12 +166,6 @@ ZAP_API int zap_request_peer(const zap_request_t *req);
 /* Frees a request. A pending one is cancelled first (its buffer is no longer
  * borrowed when this returns). NULL is accepted. */
 ZAP_API void zap_request_free(zap_request_t *req);
-
-/* Seconds on a monotonic clock, for deadlines. */
-ZAP_API double zap_clock_now(void);
-
-/* The timeout in seconds in force (ZAP_TIMEOUT, default 30). */
-ZAP_API double zap_timeout_seconds(void);
 
 ZAP_END_DECLS
 #endif

@@ -35,12 +35,19 @@ ZAP_BEGIN_DECLS
  * Blocks for the address exchange (an MPI collective). Not thread-safe against
  * other MPI calls on comm; the transport itself is thread-safe (one lock
  * serialises the UCP worker).
+ * Settings (ZAP_TIMEOUT, ZAP_UCP_STAGING) are read here, once.
  * Returns ZAP_OK and *t_p (release with zap_transport_close, also collective);
  * ZAP_ERR_INVALID_PARAM for a NULL t_p, MPI not initialised, more than
  * 2^ZAP_UCP_RANK_BITS ranks or a malformed ZAP_UCP_STAGING / ZAP_TIMEOUT;
  * ZAP_ERR_TRANSPORT when UCX or MPI fails (logged with their text), on any
  * rank; pool creation errors. */
 ZAP_API zap_status_t zap_ucp_transport_create(MPI_Comm comm, zap_pool_t *pool, zap_transport_t **t_p);
+
+/* zap_ucp_transport_create with options: params (borrowed for the call; NULL
+ * or all-zero for the defaults) may set the timeout instead of ZAP_TIMEOUT.
+ * Also ZAP_ERR_INVALID_PARAM for a timeout_s out of range (on any rank). */
+ZAP_API zap_status_t zap_ucp_transport_create_ex(MPI_Comm comm, zap_pool_t *pool,
+                                                 const zap_transport_params_t *params, zap_transport_t **t_p);
 
 ZAP_END_DECLS
 #endif

@@ -1,6 +1,6 @@
-// The GPU-resident collective path (core/coll/staging) between processes:
+// The GPU-resident collective path (core/coll/gpu) between processes:
 // each rank on its own GPU (local rank modulo the device count), staging
-// slots opened through CUDA IPC, peer copies, the cuda/reduce kernels.
+// slots opened through CUDA IPC, peer copies, the cuda/coll kernels.
 // Results are checked bit for bit against a CPU reduction of every rank's
 // input in rank order (the path's fixed order), and the path's counters must
 // show that the calls really took it. Skips, on every rank, without a device.
@@ -15,8 +15,8 @@ extern "C" {
 #include "zap/coll.h"
 #include "zap/coll_mpi.h"
 #include "coll/reduce/reduce.h"
-#include "coll/staging/stage.h"
-#include "coll/staging/stage_gpu.h"
+#include "coll/gpu/gpu.h"
+#include "cuda_coll.h"
 }
 
 namespace {

@@ -7,41 +7,17 @@
 #include <climits>
 #include <cstdint>
 #include <functional>
-#include <thread>
 #include <vector>
 #include "log_capture.h"
+#include "rank_threads.h"
 extern "C" {
 #include "zap/coll.h"
 #include "zap/inproc.h"
 }
 
 namespace {
-struct Ranks {
-    zap_inproc_world_t *w = nullptr;
-    std::vector<zap_transport_t *> t;
-    std::vector<zap_comm_t *> c;
-    int n;
-    explicit Ranks(int nranks = 4) : t(nranks), c(nranks, nullptr), n(nranks)
-    {
-        EXPECT_EQ(zap_inproc_world_create(n, nullptr, &w), ZAP_OK);
-        for (int r = 0; r < n; r++)
-            EXPECT_EQ(zap_inproc_transport(w, r, &t[r]), ZAP_OK);
-        run([&](int r) { EXPECT_EQ(zap_comm_create(t[r], &c[r]), ZAP_OK); });
-    }
-    ~Ranks()
-    {
-        for (auto *x : c)
-            zap_comm_destroy(x);
-        zap_inproc_world_destroy(w);
-    }
-    void run(const std::function<void(int)> &fn)
-    {
-        std::vector<std::thread> ts;
-        for (int r = 0; r < n; r++)
-            ts.emplace_back(fn, r);
-        for (auto &x : ts)
-            x.join();
-    }
+struct Ranks : RankWorld {
+    explicit Ranks(int nranks = 4) : RankWorld(nranks) {}
     // The state after a refused collective: a correct allreduce, nothing out.
     void expect_intact()
     {
@@ -56,13 +32,6 @@ struct Ranks {
         zap_pool_stats_t s{};
         ASSERT_EQ(zap_pool_stats(zap_transport_pool(t[0]), &s), ZAP_OK);
         EXPECT_EQ(s.buffers_out, 0u);
-    }
-    // Runs fn on every rank and returns each rank's status.
-    std::vector<zap_status_t> each(const std::function<zap_status_t(int)> &fn)
-    {
-        std::vector<zap_status_t> st(n, ZAP_INPROGRESS);
-        run([&](int r) { st[r] = fn(r); });
-        return st;
     }
 };
 
@@ -244,15 +213,19 @@ TEST(BadColl, SplitWithNegativeColorIsInvalidParam)
     k.expect_intact();
 }
 
+// An unknown algorithm name (read when a communicator is made) refuses the
+// creation on every rank, naming the variable; the communicators made before
+// are intact.
 TEST(BadColl, UnknownAllreduceAlgorithmIsInvalidParamEverywhere)
 {
     LogCapture log;
     Ranks k;
     {
         ScopedEnv env("ZAP_ALLREDUCE_ALG", "fastest");
-        int64_t x[4] = {0}, y[4];
-        expect_all(k.each([&](int r) { return zap_allreduce(k.c[r], x, y, 4, ZAP_DT_INT64, ZAP_OP_SUM); }),
-                   ZAP_ERR_INVALID_PARAM);
+        std::vector<zap_comm_t *> c(k.n, nullptr);
+        expect_all(k.each([&](int r) { return zap_comm_create(k.t[r], &c[r]); }), ZAP_ERR_INVALID_PARAM);
+        for (auto *x : c)
+            EXPECT_EQ(x, nullptr);
     }
     EXPECT_TRUE(log.contains("ZAP_ALLREDUCE_ALG")) << log.all();
     k.expect_intact();
@@ -264,10 +237,46 @@ TEST(BadColl, UnknownBcastAlgorithmIsInvalidParamEverywhere)
     Ranks k;
     {
         ScopedEnv env("ZAP_BCAST_ALG", "tree");
-        int64_t x[4] = {0};
-        expect_all(k.each([&](int r) { return zap_bcast(k.c[r], x, 4, ZAP_DT_INT64, 0); }), ZAP_ERR_INVALID_PARAM);
+        std::vector<zap_comm_t *> c(k.n, nullptr);
+        expect_all(k.each([&](int r) { return zap_comm_create(k.t[r], &c[r]); }), ZAP_ERR_INVALID_PARAM);
     }
     EXPECT_TRUE(log.contains("ZAP_BCAST_ALG")) << log.all();
+    k.expect_intact();
+}
+
+// The same names given as params, and other out-of-range params: refused on
+// the rank that passes them, before anything is sent, naming the field.
+TEST(BadColl, BadCommParamsAreInvalidParam)
+{
+    Ranks k(2);
+    auto refuses = [&](zap_comm_params_t p, const char *field) {
+        LogCapture log;
+        zap_comm_t *c = nullptr;
+        EXPECT_EQ(zap_comm_create_ex(k.t[0], &p, &c), ZAP_ERR_INVALID_PARAM) << field;
+        EXPECT_EQ(c, nullptr);
+        EXPECT_TRUE(log.contains(field)) << log.all();
+    };
+    zap_comm_params_t p{};
+    p.allreduce_alg = "fastest";
+    refuses(p, "allreduce_alg");
+    p = {};
+    p.bcast_alg = "tree";
+    refuses(p, "bcast_alg");
+    p = {};
+    p.timeout_s = -5;
+    refuses(p, "timeout_s");
+    p = {};
+    p.pipeline_bytes = 17;
+    refuses(p, "pipeline_bytes");
+    p = {};
+    p.shm_large_bytes = (uint64_t)1 << 40;
+    refuses(p, "shm_large_bytes");
+    p = {};
+    p.shm = (zap_comm_switch_t)7;
+    refuses(p, "shm");
+    p = {};
+    p.gpu_path = (zap_comm_gpu_path_t)9;
+    refuses(p, "gpu_path");
     k.expect_intact();
 }
 
@@ -279,6 +288,20 @@ TEST(BadColl, AllreduceWithAClosedPeerIsPeerFailed)
     int64_t x = 1, y = 0;
     EXPECT_EQ(zap_allreduce(k.c[0], &x, &y, 1, ZAP_DT_INT64, ZAP_OP_SUM), ZAP_ERR_PEER_FAILED);
     EXPECT_EQ(zap_allreduce(k.c[1], &x, &y, 1, ZAP_DT_INT64, ZAP_OP_SUM), ZAP_ERR_CLOSED);
+}
+
+static int shared_memory(const zap_comm_t *c)
+{
+    zap_comm_attr_t a{};
+    a.field_mask = ZAP_COMM_ATTR_SHARED_MEMORY;
+    return zap_comm_query(c, &a) == ZAP_OK && a.shared_memory;
+}
+
+static int single_copy(const zap_comm_t *c)
+{
+    zap_comm_attr_t a{};
+    a.field_mask = ZAP_COMM_ATTR_SINGLE_COPY;
+    return zap_comm_query(c, &a) == ZAP_OK && a.single_copy;
 }
 
 // A malformed ZAP_COLL_SHM or ZAP_COLL_CMA (both read at creation) fails the
@@ -301,10 +324,10 @@ static void expect_create_refuses(const char *var, const char *value, int (*repo
 
 TEST(BadColl, CommCreateWithUnknownSharedMemorySettingIsInvalidParam)
 {
-    expect_create_refuses("ZAP_COLL_SHM", "on", zap_comm_shared_memory);
+    expect_create_refuses("ZAP_COLL_SHM", "on", shared_memory);
 }
 
 TEST(BadColl, CommCreateWithUnknownSingleCopySettingIsInvalidParam)
 {
-    expect_create_refuses("ZAP_COLL_CMA", "yes", zap_comm_single_copy);
+    expect_create_refuses("ZAP_COLL_CMA", "yes", single_copy);
 }

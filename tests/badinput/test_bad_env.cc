@@ -89,6 +89,11 @@ TEST(BadEnv, TimeoutNegativeIsReported) { expect_check_names("ZAP_TIMEOUT", "-1"
 TEST(BadEnv, TimeoutInfinityIsReported) { expect_check_names("ZAP_TIMEOUT", "inf"); }
 TEST(BadEnv, TimeoutNanIsReported) { expect_check_names("ZAP_TIMEOUT", "nan"); }
 TEST(BadEnv, TimeoutWithUnitIsReported) { expect_check_names("ZAP_TIMEOUT", "30s"); }
+TEST(BadEnv, TimeoutHexIsReported) { expect_check_names("ZAP_TIMEOUT", "0x10"); }
+TEST(BadEnv, TimeoutExponentIsReported) { expect_check_names("ZAP_TIMEOUT", "1e3"); }
+TEST(BadEnv, TimeoutAboveRangeIsReported) { expect_check_names("ZAP_TIMEOUT", "10000001"); }
+TEST(BadEnv, TimeoutBelowRangeIsReported) { expect_check_names("ZAP_TIMEOUT", "0.0001"); }
+TEST(BadEnv, PoolBytesLeadingSpaceIsReported) { expect_check_names("ZAP_UMA_POOL_BYTES", " 4G"); }
 TEST(BadEnv, LogLevelUnknownIsReported) { expect_check_names("ZAP_LOG_LEVEL", "loud"); }
 TEST(BadEnv, ChecksumTwoIsReported) { expect_check_names("ZAP_CHECKSUM", "2"); }
 TEST(BadEnv, ChecksumWordIsReported) { expect_check_names("ZAP_CHECKSUM", "yes"); }

@@ -88,6 +88,49 @@ TEST(Config, TimeoutMustBePositiveSeconds)
     }
 }
 
+// The accepted form the row states is the whole truth: what strtod would
+// also take (hex, exponents, spaces, signs, a bare point) is refused, the
+// range ends are inclusive, and the message states the range.
+TEST(Config, TimeoutAcceptsExactlyTheStatedForm)
+{
+    struct { const char *text; double want; } good[] = {
+        {"30", 30}, {"0.3", 0.3}, {"120.25", 120.25}, {"0.001", 0.001}, {"10000000", 1e7}, {"007.50", 7.5},
+    };
+    for (auto &g : good) {
+        ScopedEnv e("ZAP_TIMEOUT", g.text);
+        double v = 0;
+        EXPECT_EQ(zap_cfg_get_seconds(ZAP_CFG_TIMEOUT, &v), ZAP_OK) << g.text;
+        EXPECT_EQ(v, g.want) << g.text;
+    }
+    const char *bad[] = {"0x10", "0X1p4", "1e3", "1E3", " 5", "5 ", "\t5", "+5", ".5", "5.", "0.0009", "10000000.5",
+                         "10000001", "infinity", "NaN", "3,5", "0.5.1"};
+    for (const char *t : bad) {
+        ScopedEnv e("ZAP_TIMEOUT", t);
+        LogCapture log;
+        double v = 12345;
+        EXPECT_EQ(zap_cfg_get_seconds(ZAP_CFG_TIMEOUT, &v), ZAP_ERR_INVALID_PARAM) << "'" << t << "'";
+        EXPECT_EQ(v, 12345) << "output written on failure";
+        EXPECT_TRUE(log.contains("0.001 to 10000000")) << log.all();
+    }
+}
+
+TEST(Config, SizesRefuseSpacesAroundTheDigits)
+{
+    for (const char *t : {" 5", "5 ", "\t4K", "4K "}) {
+        ScopedEnv e("ZAP_UMA_POOL_BYTES", t);
+        LogCapture log;
+        uint64_t v = 7;
+        EXPECT_EQ(zap_cfg_get_u64(ZAP_CFG_UMA_POOL_BYTES, &v), ZAP_ERR_INVALID_PARAM) << "'" << t << "'";
+        EXPECT_EQ(v, 7u);
+    }
+    for (const char *t : {" 1", "1 "}) {
+        ScopedEnv e("ZAP_CHECKSUM", t);
+        LogCapture log;
+        uint64_t v = 7;
+        EXPECT_EQ(zap_cfg_get_u64(ZAP_CFG_CHECKSUM, &v), ZAP_ERR_INVALID_PARAM) << "'" << t << "'";
+    }
+}
+
 TEST(Config, ChunkBytesMustBeAPowerOfTwoInRange)
 {
     const char *bad[] = {"3M", "1M", "2G", "5000000"};

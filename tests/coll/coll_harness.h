@@ -1,14 +1,15 @@
 // Test harness for the collectives over the in-process transport: a world of
-// n ranks as threads, each with its own communicator, plus value helpers that
-// compute references independently of zap's reduction code.
+// n ranks as threads, each with its own communicator (the fixture of
+// tests/rank_threads.h), plus value helpers that compute references
+// independently of zap's reduction code.
 #pragma once
 #include <gtest/gtest.h>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <functional>
-#include <thread>
 #include <vector>
+#include "rank_threads.h"
 extern "C" {
 #include "zap/coll.h"
 #include "zap/inproc.h"
@@ -16,35 +17,24 @@ extern "C" {
 
 namespace colltest {
 
-struct World {
-    zap_inproc_world_t *w = nullptr;
-    std::vector<zap_transport_t *> t;
-    std::vector<zap_comm_t *> c;
-    int n;
-    explicit World(int nranks) : n(nranks)
-    {
-        EXPECT_EQ(zap_inproc_world_create(n, nullptr, &w), ZAP_OK);
-        t.resize(n);
-        c.resize(n, nullptr);
-        for (int r = 0; r < n; r++)
-            EXPECT_EQ(zap_inproc_transport(w, r, &t[r]), ZAP_OK);
-        run([&](int r) { EXPECT_EQ(zap_comm_create(t[r], &c[r]), ZAP_OK); });
-    }
-    ~World()
-    {
-        for (auto *x : c)
-            zap_comm_destroy(x);
-        zap_inproc_world_destroy(w);
-    }
-    // Runs fn(rank) on one thread per rank and joins them.
-    void run(const std::function<void(int)> &fn)
-    {
-        std::vector<std::thread> ts;
-        for (int r = 0; r < n; r++)
-            ts.emplace_back(fn, r);
-        for (auto &x : ts)
-            x.join();
-    }
+// Communicator settings for a test, built field by field:
+// World w(n, Params().allreduce("ring").pipeline(64 << 10)).
+struct Params : zap_comm_params_t {
+    Params() : zap_comm_params_t{} {}
+    Params &allreduce(const char *a) { allreduce_alg = a; return *this; }
+    Params &bcast(const char *a) { bcast_alg = a; return *this; }
+    Params &pipeline(uint64_t b) { pipeline_bytes = b; return *this; }
+    Params &gpu(zap_comm_gpu_path_t g) { gpu_path = g; return *this; }
+    Params &gpu_min(uint64_t b) { gpu_min_bytes = b; return *this; }
+    Params &oversub(bool on) { oversubscribed = on ? ZAP_COMM_SWITCH_ON : ZAP_COMM_SWITCH_OFF; return *this; }
+    Params &timeout(double s) { timeout_s = s; return *this; }
+};
+
+// n ranks with a communicator each, made with params (default settings
+// without).
+struct World : RankWorld {
+    explicit World(int nranks) : RankWorld(nranks, true, nullptr) {}
+    World(int nranks, const zap_comm_params_t &params) : RankWorld(nranks, true, &params) {}
 };
 
 inline bool is_float(zap_dtype_t dt)

@@ -1,5 +1,5 @@
 /* A host-memory stand-in for the device side of the GPU-resident path
- * (core/coll/staging/stage_gpu.h), linked into test_coll_stage only: slots
+ * (cuda/coll/cuda_coll.h), linked into test_coll_stage only: slots
  * are malloc'd, copies are memcpy, reductions the CPU loops, and a fence is
  * "done" only on its second test, so the state machine's waits, rounds and
  * fallbacks run on machines without a GPU. Knobs make acquire and peer open
@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "coll/reduce/reduce.h"
-#include "coll/staging/stage_gpu.h"
+#include "cuda_coll.h"
 #include "stage_fake.h"
 
 struct zap_stage_slot {

@@ -5,6 +5,9 @@
 #include "coll_harness.h"
 #include "log_capture.h"
 #include <string>
+extern "C" {
+#include "zap/config.h"
+}
 
 using namespace colltest;
 
@@ -55,8 +58,7 @@ TEST_P(AllreduceAll, EveryDatatypeAndOpMatchesReferenceOnEveryRank)
 {
     const char *alg = kAlgs[std::get<0>(GetParam())];
     int n = std::get<1>(GetParam());
-    ScopedEnv env("ZAP_ALLREDUCE_ALG", alg);
-    World w(n);
+    World w(n, Params().allreduce(alg));
     uint64_t seed = 1;
     for (int d = 0; d < ZAP_DT_COUNT; d++)
         for (int o = 0; o < ZAP_OP_COUNT; o++) {
@@ -76,9 +78,7 @@ TEST_P(AllreduceAll, LargeVectorsMatchReference)
     int n = std::get<1>(GetParam());
     if (n != 1 && n != 2 && n != 3 && n != 4 && n != 7 && n != 8 && n != 13 && n != 17)
         GTEST_SKIP() << "large sizes sampled on rank counts 1-4, 7, 8, 13, 17 to keep CI short";
-    ScopedEnv env("ZAP_ALLREDUCE_ALG", alg);
-    ScopedEnv seg("ZAP_COLL_PIPELINE_BYTES", "64K"); // several segments per ring block
-    World w(n);
+    World w(n, Params().allreduce(alg).pipeline(64 << 10)); // several segments per ring block
     check_allreduce(w, ZAP_DT_INT32, ZAP_OP_SUM, 65537, 11, false);
     check_allreduce(w, ZAP_DT_FLOAT16, ZAP_OP_MAX, 40001, 12, true);
     check_allreduce(w, ZAP_DT_UINT8, ZAP_OP_BXOR, 300007, 13, false);
@@ -100,8 +100,7 @@ TEST(Allreduce, FloatRoundingIsDeterministicAndIdenticalOnEveryRank)
 {
     for (const char *alg : kAlgs)
         for (int n : {3, 6, 8}) {
-            ScopedEnv env("ZAP_ALLREDUCE_ALG", alg);
-            World w(n);
+            World w(n, Params().allreduce(alg));
             const size_t count = 4099;
             std::vector<std::vector<float>> in(n, std::vector<float>(count));
             for (int r = 0; r < n; r++)
@@ -136,52 +135,121 @@ TEST(Allreduce, AutomaticChoiceFollowsTheSelectionTable)
     EXPECT_STREQ(zap_coll_auto_algorithm("allreduce", 8, 64), "rd");
     EXPECT_STREQ(zap_coll_auto_algorithm("allreduce", 8 << 20, 4), "ring");
     EXPECT_EQ(zap_coll_auto_algorithm("nosuch", 8, 4), nullptr);
-    const zap_coll_selection_row_t *ar = nullptr, *bc = nullptr;
-    size_t nar = 0, nbc = 0;
-    size_t total = zap_coll_selection_table(&ar, &nar, &bc, &nbc);
-    EXPECT_EQ(total, nar + nbc);
+    // The table lists every collective's rows, each collective's together and
+    // in match order, allreduce's first.
+    size_t total = zap_coll_selection_table(nullptr, 0);
+    std::vector<zap_coll_selection_row_t> rows(total);
+    EXPECT_EQ(zap_coll_selection_table(rows.data(), rows.size()), total);
+    size_t nar = 0, nbc = 0, first_bc = total;
+    for (size_t i = 0; i < total; i++) {
+        nar += std::string(rows[i].collective) == "allreduce";
+        if (std::string(rows[i].collective) == "bcast") {
+            first_bc = nbc++ == 0 ? i : first_bc;
+        }
+    }
     EXPECT_GT(nar, 0u);
     EXPECT_GT(nbc, 0u);
-    EXPECT_STREQ(ar[0].collective, "allreduce");
-    EXPECT_STREQ(bc[0].collective, "bcast");
+    EXPECT_STREQ(rows[0].collective, "allreduce");
+    ASSERT_LT(first_bc, total);
+    EXPECT_STREQ(rows[first_bc].collective, "bcast");
+    EXPECT_STREQ(rows[first_bc + nbc - 1].collective, "bcast"); // together
 }
 
+// The names ZAP_ALLREDUCE_ALG and ZAP_BCAST_ALG accept are the tables': the
+// setting's index is the algorithm's place in the table.
+TEST(Allreduce, AlgorithmSettingsNameTheTablesAlgorithms)
+{
+    const zap_config_entry_t *ar = nullptr, *bc = nullptr;
+    for (size_t i = 0; i < zap_config_count(); i++) {
+        if (std::string(zap_config_entry(i)->name) == "ZAP_ALLREDUCE_ALG")
+            ar = zap_config_entry(i);
+        if (std::string(zap_config_entry(i)->name) == "ZAP_BCAST_ALG")
+            bc = zap_config_entry(i);
+    }
+    ASSERT_NE(ar, nullptr);
+    ASSERT_NE(bc, nullptr);
+    EXPECT_STREQ(ar->accepted, "auto|rd|rabenseifner|ring|direct|shm|cma");
+    EXPECT_STREQ(bc->accepted, "auto|binomial|scatter_allgather|chain|rd|shm");
+    // Each name, forced, is what the communicator runs.
+    int i = 0;
+    for (const char *name : {"rd", "rabenseifner", "ring", "direct"}) {
+        World w(1, Params().allreduce(name));
+        zap_comm_attr_t a{};
+        a.field_mask = ZAP_COMM_ATTR_ALGORITHMS;
+        a.bytes = 64;
+        ASSERT_EQ(zap_comm_query(w.c[0], &a), ZAP_OK);
+        EXPECT_STREQ(a.allreduce_algorithm, name) << i++;
+    }
+    for (const char *name : {"binomial", "scatter_allgather", "chain", "rd"}) {
+        World w(1, Params().bcast(name));
+        zap_comm_attr_t a{};
+        a.field_mask = ZAP_COMM_ATTR_ALGORITHMS;
+        a.bytes = 64;
+        ASSERT_EQ(zap_comm_query(w.c[0], &a), ZAP_OK);
+        EXPECT_STREQ(a.bcast_algorithm, name);
+    }
+}
+
+// An unknown name fails the communicator's creation, from the environment
+// and from params alike, with a line listing the valid names.
 TEST(Allreduce, UnknownAlgorithmNameIsAnErrorListingValidOnes)
 {
-    ScopedEnv env("ZAP_ALLREDUCE_ALG", "bogus");
-    LogCapture log;
-    World w(2);
-    std::vector<zap_status_t> st(2);
-    int x[2] = {1, 2}, y[2];
-    w.run([&](int r) { st[r] = zap_allreduce(w.c[r], &x[r], &y[r], 1, ZAP_DT_INT32, ZAP_OP_SUM); });
-    EXPECT_EQ(st[0], ZAP_ERR_INVALID_PARAM);
-    EXPECT_EQ(st[1], ZAP_ERR_INVALID_PARAM);
-    EXPECT_TRUE(log.contains("rabenseifner")) << log.all();
+    RankWorld w(2, false);
+    for (bool from_env : {true, false}) {
+        LogCapture log;
+        std::vector<zap_comm_t *> c(2, nullptr);
+        std::vector<zap_status_t> st(2);
+        {
+            ScopedEnv env("ZAP_ALLREDUCE_ALG", from_env ? "bogus" : nullptr);
+            zap_comm_params_t p{};
+            p.allreduce_alg = from_env ? nullptr : "bogus";
+            w.run([&](int r) { st[r] = zap_comm_create_ex(w.t[r], &p, &c[r]); });
+        }
+        EXPECT_EQ(st[0], ZAP_ERR_INVALID_PARAM) << (from_env ? "environment" : "params");
+        EXPECT_EQ(st[1], ZAP_ERR_INVALID_PARAM) << (from_env ? "environment" : "params");
+        EXPECT_EQ(c[0], nullptr);
+        EXPECT_TRUE(log.contains("rabenseifner")) << log.all();
+        EXPECT_TRUE(log.contains(from_env ? "ZAP_ALLREDUCE_ALG" : "allreduce_alg")) << log.all();
+    }
 }
 
-// The algorithm setting is parsed once and cached per thread; every change of
-// the environment between calls (set, replaced, added beside, removed) must
-// still be seen by the next call.
-TEST(Allreduce, AlgorithmSettingChangesBetweenCallsAreSeen)
+// The algorithm setting is read when a communicator is made: every state of
+// the environment then (set, replaced, added beside, removed) is what that
+// communicator gets, and later changes leave it as it was.
+TEST(Allreduce, AlgorithmSettingIsReadWhenTheCommunicatorIsMade)
 {
-    World w(1);
+    RankWorld w(1, false);
     int x = 3, y = 0;
-    // One rank, called on this thread: the cache is per thread.
-    auto call = [&] { return zap_allreduce(w.c[0], &x, &y, 1, ZAP_DT_INT32, ZAP_OP_SUM); };
+    auto make_and_call = [&] {
+        zap_comm_t *c = nullptr;
+        zap_status_t st = zap_comm_create(w.t[0], &c);
+        if (st == ZAP_OK)
+            st = zap_allreduce(c, &x, &y, 1, ZAP_DT_INT32, ZAP_OP_SUM);
+        zap_comm_destroy(c);
+        return st;
+    };
     unsetenv("ZAP_ALLREDUCE_ALG");
-    EXPECT_EQ(call(), ZAP_OK);
+    EXPECT_EQ(make_and_call(), ZAP_OK);
     setenv("ZAP_ALLREDUCE_ALG", "bogus", 1);
-    EXPECT_EQ(call(), ZAP_ERR_INVALID_PARAM);
+    EXPECT_EQ(make_and_call(), ZAP_ERR_INVALID_PARAM);
     setenv("ZAP_ALLREDUCE_ALG", "ring", 1);
-    EXPECT_EQ(call(), ZAP_OK);
+    EXPECT_EQ(make_and_call(), ZAP_OK);
     setenv("ZAP_COLL_TEST_NEIGHBOUR", "1", 1); // environ grows (and may move)
     setenv("ZAP_ALLREDUCE_ALG", "bogus", 1);
-    EXPECT_EQ(call(), ZAP_ERR_INVALID_PARAM);
+    EXPECT_EQ(make_and_call(), ZAP_ERR_INVALID_PARAM);
     unsetenv("ZAP_COLL_TEST_NEIGHBOUR"); // entries shift
-    EXPECT_EQ(call(), ZAP_ERR_INVALID_PARAM);
+    EXPECT_EQ(make_and_call(), ZAP_ERR_INVALID_PARAM);
     unsetenv("ZAP_ALLREDUCE_ALG");
-    EXPECT_EQ(call(), ZAP_OK);
+    EXPECT_EQ(make_and_call(), ZAP_OK);
     EXPECT_EQ(y, 3);
+    // A communicator keeps what it read: a bad value set afterwards changes
+    // nothing.
+    zap_comm_t *c = nullptr;
+    ASSERT_EQ(zap_comm_create_ex(w.t[0], &Params().allreduce("ring"), &c), ZAP_OK);
+    setenv("ZAP_ALLREDUCE_ALG", "bogus", 1);
+    EXPECT_EQ(zap_allreduce(c, &x, &y, 1, ZAP_DT_INT32, ZAP_OP_SUM), ZAP_OK);
+    unsetenv("ZAP_ALLREDUCE_ALG");
+    zap_comm_destroy(c);
 }
 
 TEST(Allreduce, BitwiseOpOnFloatIsUnsupportedOnThatRankAndMismatchElsewhere)
@@ -205,11 +273,10 @@ TEST(Allreduce, DirectReportsEveryMismatchOnEveryRank)
 {
     for (const char *alg : {"direct", "auto"})
         for (int n : {3, 4, 8, 9, 17}) {
-            ScopedEnv env("ZAP_ALLREDUCE_ALG", alg);
             for (int odd : {0, n - 1})
                 for (size_t big : {(size_t)2, (size_t)300, (size_t)100000}) {
                     LogCapture log;
-                    World w(n);
+                    World w(n, Params().allreduce(alg));
                     std::vector<std::vector<int32_t>> in(n, std::vector<int32_t>(big, 1)), out = in;
                     std::vector<zap_status_t> st(n);
                     w.run([&](int r) {
@@ -223,7 +290,7 @@ TEST(Allreduce, DirectReportsEveryMismatchOnEveryRank)
                 }
             {
                 LogCapture log;
-                World w(n);
+                World w(n, Params().allreduce(alg));
                 std::vector<zap_status_t> st(n);
                 std::vector<uint32_t> x(n, 1), y(n);
                 w.run([&](int r) {
@@ -236,7 +303,7 @@ TEST(Allreduce, DirectReportsEveryMismatchOnEveryRank)
             }
             {
                 LogCapture log;
-                World w(n);
+                World w(n, Params().allreduce(alg));
                 std::vector<zap_status_t> st(n);
                 std::vector<float> x(n, 1), y(n);
                 w.run([&](int r) {
@@ -253,21 +320,17 @@ TEST(Allreduce, DirectReportsEveryMismatchOnEveryRank)
         }
 }
 
-// Auto no longer takes direct (it lost to rd on the H200 host at 8 ranks):
-// small vectors use recursive doubling whether or not a rank ran
-// oversubscribed. The float sum tells them apart: direct would add
-// ((1 + 1e8) - 1e8) + 1 = 1, rd adds (1 + 1e8) + (-1e8 + 1) = 0.
+// Auto does not take direct (docs/collectives.md, "Selection"): small
+// vectors use recursive doubling whether or not a rank runs oversubscribed.
+// The float sum tells them apart: direct would add ((1 + 1e8) - 1e8) + 1 = 1,
+// rd adds (1 + 1e8) + (-1e8 + 1) = 0.
 TEST(Allreduce, AutoTakesRdForSmallVectors)
 {
-    unsetenv("ZAP_ALLREDUCE_ALG");
     const float v[4] = {1.0f, 1e8f, -1e8f, 1.0f};
     const size_t big = 1500; // 6000 bytes: rd's row
     ASSERT_STREQ(zap_coll_auto_algorithm("allreduce", big * 4, 4), "rd");
     for (bool over : {false, true}) {
-        if (over)
-            setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "100000", 1); // read when the communicator is created
-        World w(4);
-        unsetenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+        World w(4, Params().oversub(over));
         for (size_t count : {(size_t)1, big}) {
             std::vector<std::vector<float>> in(4), out(4, std::vector<float>(count, 7.0f));
             for (int r = 0; r < 4; r++)
@@ -290,9 +353,8 @@ TEST(Allreduce, AutoTakesRdForSmallVectors)
 // algorithm past the flat rank limit falls back to recursive doubling.
 TEST(Allreduce, DirectForcedOnManyRanksRunsAsRecursiveDoubling)
 {
-    ScopedEnv env("ZAP_ALLREDUCE_ALG", "direct");
-    const int n = 33; // ZAP_COLL_FLAT_MAX_RANKS (core/coll/coll_impl.h) + 1
-    World w(n);
+    const int n = 33; // ZAP_COLL_FLAT_MAX_RANKS (core/coll/agree/agree.h) + 1
+    World w(n, Params().allreduce("direct"));
     std::vector<int64_t> x(n), y(n);
     w.run([&](int r) {
         x[r] = r;

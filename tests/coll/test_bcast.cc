@@ -34,9 +34,7 @@ TEST_P(BcastAll, NonRootsMatchRootAfterCompletion)
 {
     const char *alg = kAlgs[std::get<0>(GetParam())];
     int n = std::get<1>(GetParam());
-    ScopedEnv env("ZAP_BCAST_ALG", alg);
-    ScopedEnv seg("ZAP_COLL_PIPELINE_BYTES", "4K"); // several chain segments even for small sizes
-    World w(n);
+    World w(n, Params().bcast(alg).pipeline(4 << 10)); // several chain segments even for small sizes
     uint64_t seed = 1;
     for (int root : {0, n - 1, n / 2})
         for (size_t count : {(size_t)0, (size_t)1, (size_t)7, (size_t)(n * 3 + 1), (size_t)10007})
@@ -49,8 +47,7 @@ TEST_P(BcastAll, LargeMessagesArriveIntact)
     int n = std::get<1>(GetParam());
     if (n != 1 && n != 2 && n != 3 && n != 4 && n != 5 && n != 8 && n != 17)
         GTEST_SKIP() << "large sizes sampled on rank counts 1-5, 8, 17 to keep CI short";
-    ScopedEnv env("ZAP_BCAST_ALG", alg);
-    World w(n);
+    World w(n, Params().bcast(alg));
     check_bcast(w, (1u << 20) + 3, ZAP_DT_UINT8, n > 1 ? 1 : 0, 5);
     check_bcast(w, (4u << 20) / 8, ZAP_DT_FLOAT64, n - 1, 6); // 4 MiB
 }

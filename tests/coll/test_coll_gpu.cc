@@ -1,6 +1,6 @@
-// GPU parts of the collectives on a real device: the cuda/reduce kernels
+// GPU parts of the collectives on a real device: the cuda/coll kernels
 // against the CPU loops bit for bit, and the GPU-resident path
-// (core/coll/staging) over the in-process transport, whose ranks are threads
+// (core/coll/gpu) over the in-process transport, whose ranks are threads
 // of one process sharing one GPU, against a CPU reduction in the same rank
 // order. Every case skips, saying why, where there is no CUDA device.
 #include <gtest/gtest.h>
@@ -11,8 +11,8 @@
 #include "coll/coll_harness.h"
 extern "C" {
 #include "coll/reduce/reduce.h"
-#include "coll/staging/stage.h"
-#include "coll/staging/stage_gpu.h"
+#include "coll/gpu/gpu.h"
+#include "cuda_coll.h"
 }
 #ifdef ZAP_TEST_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -67,11 +67,8 @@ void *managed(size_t bytes)
     return p;
 }
 
-// Sets ZAP_COLL_GPU_PATH for the scope of a test.
-struct PathSetting {
-    explicit PathSetting(const char *v) { setenv("ZAP_COLL_GPU_PATH", v, 1); }
-    ~PathSetting() { unsetenv("ZAP_COLL_GPU_PATH"); }
-};
+// The GPU path's setting of a test's communicators.
+Params path(zap_comm_gpu_path_t v) { return Params().gpu(v); }
 
 // CPU reference: ((in_0 op in_1) op in_2) ..., the path's fixed order.
 std::vector<uint8_t> ordered_reference(zap_dtype_t dt, zap_op_t op, const std::vector<std::vector<uint8_t>> &in,
@@ -148,9 +145,10 @@ TEST(CudaReduce, PointerKinds)
 #ifdef ZAP_TEST_HAVE_CUDA
 // One allreduce over nranks thread ranks with buffers from alloc (managed or
 // device); checks every rank against the ordered CPU reference, bit for bit.
-void run_allreduce(int nranks, zap_dtype_t dt, zap_op_t op, size_t count, bool device_bufs, bool in_place)
+void run_allreduce(const Params &prm, int nranks, zap_dtype_t dt, zap_op_t op, size_t count, bool device_bufs,
+                   bool in_place)
 {
-    World w(nranks);
+    World w(nranks, prm);
     size_t bytes = count * dsize(dt);
     std::vector<std::vector<uint8_t>> in(nranks, std::vector<uint8_t>(bytes));
     for (int r = 0; r < nranks; r++)
@@ -182,14 +180,14 @@ TEST(GpuStage, AllreduceEveryTypeAndOpMatchesOrderedCpu)
 {
     REQUIRE_GPU();
 #ifdef ZAP_TEST_HAVE_CUDA
-    PathSetting path("ipc");
+    Params prm = path(ZAP_COMM_GPU_PATH_IPC);
     uint64_t done0, fb0, done1, fb1;
     zap_stage_counts(&done0, &fb0);
     int ops_run = 0;
     for (zap_dtype_t dt : kAllTypes)
         for (int o = 0; o < ZAP_OP_COUNT; o++)
             if (zap_reduce_supported(dt, (zap_op_t)o)) {
-                run_allreduce(2, dt, (zap_op_t)o, 40009, false, false);
+                run_allreduce(prm, 2, dt, (zap_op_t)o, 40009, false, false);
                 ops_run++;
             }
     zap_stage_counts(&done1, &fb1);
@@ -203,21 +201,19 @@ TEST(GpuStage, AllreduceRankCountsSizesAndBuffers)
 {
     REQUIRE_GPU();
 #ifdef ZAP_TEST_HAVE_CUDA
-    PathSetting path("ipc");
-    setenv("ZAP_ALLREDUCE_ALG", "ring", 1); // the path declines under rd, chosen for tiny vectors
+    Params prm = path(ZAP_COMM_GPU_PATH_IPC).allreduce("ring"); // the path declines under rd, chosen for tiny vectors
     uint64_t done0, fb0, done1, fb1;
     zap_stage_counts(&done0, &fb0);
     uint64_t expect = 0;
     for (int n : {2, 3, 4, 5, 8}) {
         for (size_t count : {(size_t)1, (size_t)3, (size_t)1000, (size_t)65537, (size_t)(1u << 20) + 1}) {
-            run_allreduce(n, ZAP_DT_FLOAT32, ZAP_OP_SUM, count, false, false);
+            run_allreduce(prm, n, ZAP_DT_FLOAT32, ZAP_OP_SUM, count, false, false);
             expect += (uint64_t)n;
         }
-        run_allreduce(n, ZAP_DT_FLOAT64, ZAP_OP_SUM, 77777, true, false); // cudaMalloc buffers
-        run_allreduce(n, ZAP_DT_BFLOAT16, ZAP_OP_MAX, 77777, false, true); // in place
+        run_allreduce(prm, n, ZAP_DT_FLOAT64, ZAP_OP_SUM, 77777, true, false); // cudaMalloc buffers
+        run_allreduce(prm, n, ZAP_DT_BFLOAT16, ZAP_OP_MAX, 77777, false, true); // in place
         expect += 2 * (uint64_t)n;
     }
-    unsetenv("ZAP_ALLREDUCE_ALG");
     zap_stage_counts(&done1, &fb1);
     EXPECT_EQ(expect, done1 - done0);
     EXPECT_EQ(fb0, fb1);
@@ -228,15 +224,14 @@ TEST(GpuStage, BcastFromEveryRoot)
 {
     REQUIRE_GPU();
 #ifdef ZAP_TEST_HAVE_CUDA
-    PathSetting path("ipc");
-    setenv("ZAP_BCAST_ALG", "binomial", 1); // the path declines under rd, chosen for small messages
+    Params prm = path(ZAP_COMM_GPU_PATH_IPC).bcast("binomial"); // the path declines under rd, chosen for small messages
     uint64_t done0, fb0, done1, fb1;
     zap_stage_counts(&done0, &fb0);
     uint64_t expect = 0;
     for (int n : {2, 3, 5}) {
         for (size_t bytes : {(size_t)1, (size_t)4097, (size_t)(3u << 20) + 5}) {
             for (int root = 0; root < n; root++) {
-                World w(n);
+                World w(n, prm);
                 std::vector<uint8_t> data(bytes);
                 fill_any(ZAP_DT_UINT8, root, bytes, data.data(), bytes);
                 w.run([&](int r) {
@@ -254,7 +249,6 @@ TEST(GpuStage, BcastFromEveryRoot)
             }
         }
     }
-    unsetenv("ZAP_BCAST_ALG");
     zap_stage_counts(&done1, &fb1);
     EXPECT_EQ(expect, done1 - done0);
     EXPECT_EQ(fb0, fb1);
@@ -265,9 +259,8 @@ TEST(GpuStage, HostBufferOnOneRankFallsBackOnAll)
 {
     REQUIRE_GPU();
 #ifdef ZAP_TEST_HAVE_CUDA
-    PathSetting path("ipc");
     const size_t count = 100003;
-    World w(3);
+    World w(3, path(ZAP_COMM_GPU_PATH_IPC));
     uint64_t done0, fb0, done1, fb1;
     zap_stage_counts(&done0, &fb0);
     std::vector<std::vector<uint8_t>> in(3, std::vector<uint8_t>(count * 4));
@@ -298,20 +291,18 @@ TEST(GpuStage, DirectOnGpuBuffersAndTheVoteInTheFlatExchange)
 {
     REQUIRE_GPU();
 #ifdef ZAP_TEST_HAVE_CUDA
-    PathSetting path("ipc");
+    Params direct = path(ZAP_COMM_GPU_PATH_IPC).allreduce("direct"), autoalg = path(ZAP_COMM_GPU_PATH_IPC);
     uint64_t done0, fb0, done1, fb1, done2, fb2;
-    setenv("ZAP_ALLREDUCE_ALG", "direct", 1);
     zap_stage_counts(&done0, &fb0);
     for (int n : {3, 5, 8}) {
-        run_allreduce(n, ZAP_DT_FLOAT32, ZAP_OP_SUM, 257, false, false);
-        run_allreduce(n, ZAP_DT_FLOAT16, ZAP_OP_SUM, 33, true, true);
+        run_allreduce(direct, n, ZAP_DT_FLOAT32, ZAP_OP_SUM, 257, false, false);
+        run_allreduce(direct, n, ZAP_DT_FLOAT16, ZAP_OP_SUM, 33, true, true);
     }
-    unsetenv("ZAP_ALLREDUCE_ALG");
     zap_stage_counts(&done1, &fb1);
     EXPECT_EQ(done0, done1);
     uint64_t expect = 0;
     for (int n : {3, 4, 8}) {
-        run_allreduce(n, ZAP_DT_FLOAT32, ZAP_OP_SUM, 65537, false, false); // rabenseifner's size: the path
+        run_allreduce(autoalg, n, ZAP_DT_FLOAT32, ZAP_OP_SUM, 65537, false, false); // rabenseifner's size: the path
         expect += (uint64_t)n;
     }
     zap_stage_counts(&done2, &fb2);
@@ -324,10 +315,10 @@ TEST(GpuStage, OffSettingKeepsTheHostPath)
 {
     REQUIRE_GPU();
 #ifdef ZAP_TEST_HAVE_CUDA
-    PathSetting path("off");
+    Params off = path(ZAP_COMM_GPU_PATH_OFF);
     uint64_t done0, fb0, done1, fb1;
     zap_stage_counts(&done0, &fb0);
-    run_allreduce(2, ZAP_DT_INT64, ZAP_OP_BXOR, 300001, false, false);
+    run_allreduce(off, 2, ZAP_DT_INT64, ZAP_OP_BXOR, 300001, false, false);
     zap_stage_counts(&done1, &fb1);
     EXPECT_EQ(done0, done1);
     EXPECT_EQ(fb0, fb1);
@@ -338,10 +329,10 @@ TEST(GpuStage, SeveralOutstandingAndMismatch)
 {
     REQUIRE_GPU();
 #ifdef ZAP_TEST_HAVE_CUDA
-    PathSetting path("ipc");
+    Params prm = path(ZAP_COMM_GPU_PATH_IPC);
     const size_t count = 50001;
     const int k = 10; // 20 slot holds, more than a process has: some may fall back, all must be right
-    World w(2);
+    World w(2, prm);
     w.run([&](int r) {
         std::vector<float *> bufs(k);
         std::vector<zap_request_t *> reqs(k);

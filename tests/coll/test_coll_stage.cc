@@ -1,4 +1,4 @@
-// The GPU-resident path's protocol (core/coll/staging: rounds, decisions,
+// The GPU-resident path's protocol (core/coll/gpu: rounds, decisions,
 // fallbacks, segment arithmetic, reduction order) on any machine: the device
 // side is replaced by a host-memory stand-in (stage_fake.c), so these cases
 // run where there is no GPU. test_coll_gpu runs the real device side.
@@ -10,18 +10,15 @@
 #include "coll/stage_fake.h"
 extern "C" {
 #include "coll/reduce/reduce.h"
-#include "coll/staging/stage.h"
+#include "coll/gpu/gpu.h"
 }
 
 using namespace colltest;
 
 namespace {
 
-struct Env {
-    Env(const char *k, const char *v) : key(k) { setenv(k, v, 1); }
-    ~Env() { unsetenv(key); }
-    const char *key;
-};
+// The communicator settings these cases steer the path with.
+Params ipc() { return Params().gpu(ZAP_COMM_GPU_PATH_IPC); }
 
 std::vector<uint8_t> ordered_reference(zap_dtype_t dt, zap_op_t op, const std::vector<std::vector<uint8_t>> &in,
                                        size_t count)
@@ -52,9 +49,9 @@ struct Counts {
     Counts() { zap_stage_counts(&done, &fb); }
 };
 
-void allreduce_case(int n, zap_dtype_t dt, zap_op_t op, size_t count, bool in_place)
+void allreduce_case(const Params &prm, int n, zap_dtype_t dt, zap_op_t op, size_t count, bool in_place)
 {
-    World w(n);
+    World w(n, prm);
     size_t bytes = count * dsize(dt);
     std::vector<std::vector<uint8_t>> in(n, std::vector<uint8_t>(bytes));
     for (int r = 0; r < n; r++)
@@ -75,19 +72,18 @@ void allreduce_case(int n, zap_dtype_t dt, zap_op_t op, size_t count, bool in_pl
 
 TEST(StageProtocol, AllreduceTypesOpsRanksAndSizes)
 {
-    Env path("ZAP_COLL_GPU_PATH", "ipc");
-    Env alg("ZAP_ALLREDUCE_ALG", "ring");
+    Params prm = ipc().allreduce("ring");
     Counts before;
     uint64_t expect = 0;
     for (zap_dtype_t dt = ZAP_DT_INT8; dt < ZAP_DT_COUNT; dt = (zap_dtype_t)(dt + 1))
         for (int o = 0; o < ZAP_OP_COUNT; o++)
             if (zap_reduce_supported(dt, (zap_op_t)o)) {
-                allreduce_case(3, dt, (zap_op_t)o, 1001, false);
+                allreduce_case(prm, 3, dt, (zap_op_t)o, 1001, false);
                 expect += 3;
             }
     for (int n = 2; n <= 8; n++)
         for (size_t count : {(size_t)1, (size_t)2, (size_t)7, (size_t)8, (size_t)9, (size_t)4099}) {
-            allreduce_case(n, ZAP_DT_FLOAT32, ZAP_OP_SUM, count, count % 2 == 1);
+            allreduce_case(prm, n, ZAP_DT_FLOAT32, ZAP_OP_SUM, count, count % 2 == 1);
             expect += (uint64_t)n;
         }
     Counts after;
@@ -100,11 +96,10 @@ TEST(StageProtocol, AllreduceTypesOpsRanksAndSizes)
 // match the rank-ordered reference.
 TEST(StageProtocol, ForcedDirectKeepsSmallVectorsOnTheHost)
 {
-    Env path("ZAP_COLL_GPU_PATH", "ipc");
-    Env alg("ZAP_ALLREDUCE_ALG", "direct");
+    Params prm = ipc().allreduce("direct");
     Counts c1;
     for (int n = 3; n <= 8; n++)
-        allreduce_case(n, ZAP_DT_FLOAT32, ZAP_OP_SUM, 7, n % 2 == 1);
+        allreduce_case(prm, n, ZAP_DT_FLOAT32, ZAP_OP_SUM, 7, n % 2 == 1);
     Counts c2;
     EXPECT_EQ(c1.done, c2.done);
 }
@@ -113,39 +108,36 @@ TEST(StageProtocol, ForcedDirectKeepsSmallVectorsOnTheHost)
 // every rank: bit for bit the ordered reference, floats included.
 TEST(StageProtocol, DirectIsTheRankOrderedReductionBitForBit)
 {
-    Env path("ZAP_COLL_GPU_PATH", "off");
-    Env alg("ZAP_ALLREDUCE_ALG", "direct");
+    Params prm = Params().gpu(ZAP_COMM_GPU_PATH_OFF).allreduce("direct");
     for (int n : {1, 2, 5, 9, 17}) {
-        allreduce_case(n, ZAP_DT_FLOAT32, ZAP_OP_SUM, 257, false);
-        allreduce_case(n, ZAP_DT_FLOAT16, ZAP_OP_SUM, 33, true);
-        allreduce_case(n, ZAP_DT_BFLOAT16, ZAP_OP_PROD, 5, false);
-        allreduce_case(n, ZAP_DT_FLOAT64, ZAP_OP_SUM, 1000, false);
+        allreduce_case(prm, n, ZAP_DT_FLOAT32, ZAP_OP_SUM, 257, false);
+        allreduce_case(prm, n, ZAP_DT_FLOAT16, ZAP_OP_SUM, 33, true);
+        allreduce_case(prm, n, ZAP_DT_BFLOAT16, ZAP_OP_PROD, 5, false);
+        allreduce_case(prm, n, ZAP_DT_FLOAT64, ZAP_OP_SUM, 1000, false);
     }
 }
 
 TEST(StageProtocol, AutoUsesThePathFromTheThreshold)
 {
-    Env path("ZAP_COLL_GPU_PATH", "auto");
-    Env min("ZAP_COLL_GPU_MIN_BYTES", "64K");
+    Params prm = Params().gpu(ZAP_COMM_GPU_PATH_AUTO).gpu_min(64 << 10);
     Counts c0;
-    allreduce_case(2, ZAP_DT_FLOAT32, ZAP_OP_SUM, 16383, false); // < 64 KiB: host path
+    allreduce_case(prm, 2, ZAP_DT_FLOAT32, ZAP_OP_SUM, 16383, false); // < 64 KiB: host path
     Counts c1;
     EXPECT_EQ(c0.done, c1.done);
-    allreduce_case(2, ZAP_DT_FLOAT32, ZAP_OP_SUM, 16384, false);
+    allreduce_case(prm, 2, ZAP_DT_FLOAT32, ZAP_OP_SUM, 16384, false);
     Counts c2;
     EXPECT_EQ(c1.done + 2, c2.done);
 }
 
 TEST(StageProtocol, BcastEveryRoot)
 {
-    Env path("ZAP_COLL_GPU_PATH", "ipc");
-    Env alg("ZAP_BCAST_ALG", "binomial"); // the path declines under rd, chosen for small messages
+    Params prm = ipc().bcast("binomial"); // the path declines under rd, chosen for small messages
     Counts before;
     uint64_t expect = 0;
     for (int n : {2, 3, 4, 7})
         for (size_t bytes : {(size_t)1, (size_t)1000, (size_t)100003})
             for (int root = 0; root < n; root++) {
-                World w(n);
+                World w(n, prm);
                 std::vector<uint8_t> data(bytes);
                 fill_any(ZAP_DT_UINT8, root, bytes, data.data(), bytes);
                 w.run([&](int r) {
@@ -166,13 +158,12 @@ TEST(StageProtocol, BcastEveryRoot)
 // run the host algorithm; results stay right and no slot stays held.
 TEST(StageProtocol, FailuresFallBackTogether)
 {
-    Env path("ZAP_COLL_GPU_PATH", "ipc");
     for (int which = 0; which < 2; which++) {
         for (bool bcast : {false, true}) {
             Counts before;
             zap_fake_stage_fail(which == 0 ? 1 : 0, which == 1 ? 1 : 0);
             if (bcast) {
-                World w(3);
+                World w(3, ipc());
                 std::vector<uint8_t> data(70001);
                 fill_any(ZAP_DT_UINT8, 0, 9, data.data(), data.size());
                 w.run([&](int r) {
@@ -183,7 +174,7 @@ TEST(StageProtocol, FailuresFallBackTogether)
                     EXPECT_EQ(data, b) << "rank " << r;
                 });
             } else {
-                allreduce_case(3, ZAP_DT_INT32, ZAP_OP_SUM, 70001, false);
+                allreduce_case(ipc(), 3, ZAP_DT_INT32, ZAP_OP_SUM, 70001, false);
             }
             zap_fake_stage_fail(0, 0);
             Counts after;
@@ -199,10 +190,9 @@ TEST(StageProtocol, FailuresFallBackTogether)
 // (no slot is even taken), and results stay right.
 TEST(StageProtocol, ANoVoteFallsBackBeforeAnyExchange)
 {
-    Env path("ZAP_COLL_GPU_PATH", "ipc");
     for (int n : {3, 4, 5})
         for (bool bcast : {false, true}) {
-            World w(n);
+            World w(n, ipc());
             Counts before;
             int acquires = zap_fake_stage_acquires();
             zap_fake_stage_refuse_move(1); // one rank's buffer, whichever asks first
@@ -217,7 +207,7 @@ TEST(StageProtocol, ANoVoteFallsBackBeforeAnyExchange)
                     EXPECT_EQ(data, b) << "rank " << r;
                 });
             } else {
-                allreduce_case(n, ZAP_DT_INT64, ZAP_OP_SUM, 12345, false); // exact: the host order differs
+                allreduce_case(ipc(), n, ZAP_DT_INT64, ZAP_OP_SUM, 12345, false); // exact: the host order differs
             }
             Counts after;
             EXPECT_EQ(before.done, after.done) << n << " ranks, bcast " << bcast;
@@ -228,10 +218,9 @@ TEST(StageProtocol, ANoVoteFallsBackBeforeAnyExchange)
 
 TEST(StageProtocol, OutstandingOperationsAndMismatch)
 {
-    Env path("ZAP_COLL_GPU_PATH", "ipc");
     const size_t count = 5001;
     const int k = 12; // 24 holds on 16 slots: some run on the path, some fall back
-    World w(2);
+    World w(2, ipc());
     w.run([&](int r) {
         std::vector<std::vector<int64_t>> bufs(k, std::vector<int64_t>(count));
         std::vector<zap_request_t *> reqs(k);

@@ -250,6 +250,92 @@ TEST(Ed25519Gpu, OddBatchSizesAndEveryMemoryKindGiveTheSameVerdicts)
 #endif
 }
 
+// Each kernel form on every batch size: the four-lane form (small batches by
+// default) and the one-lane form (large batches) forced in turn through
+// ZAP_ED25519_GPU_LANES, on the published vectors, a differential set with
+// every mutation kind, and odd sizes with bitmaps.
+TEST(Ed25519Gpu, BothKernelFormsMatchLibsodiumAtAnySize)
+{
+    ZAP_SKIP_WITHOUT_GPU();
+    VarBatch vec;
+    auto rfc = ed25519_load_rfc8032();
+    auto wp = ed25519_load_wycheproof();
+    for (const auto *set : {&rfc, &wp})
+        for (const auto &v : *set)
+            if (v.sig.size() == 64 && v.pk.size() == 32)
+                add_var_record(vec, v.pk, v.sig, v.msg, v.valid ? 1 : 0);
+    ASSERT_EQ(144u, vec.n);
+    const uint64_t n = ed25519_env_u64("ZAP_ED25519_DIFF_N", 20000);
+    zap_ed25519_batch_t fixed = generate(0, n, 256), var = generate(1, n / 4, 256);
+    ASSERT_EQ(n, fixed.n);
+    ASSERT_EQ(n / 4, var.n);
+    for (const char *lanes : {"4", "1"}) {
+        ASSERT_EQ(0, setenv("ZAP_ED25519_GPU_LANES", lanes, 1));
+        std::vector<uint8_t> got(vec.n, 0xee);
+        ASSERT_EQ(ZAP_OK, zap_ed25519_gpu_verify(vec.records.data(), 128, vec.n, 1,
+                                                 vec.blob.data(), vec.blob.size(), got.data(),
+                                                 nullptr, nullptr));
+        EXPECT_EQ(vec.expected, got) << "vectors, lanes " << lanes;
+        for (const zap_ed25519_batch_t *b : {&fixed, &var}) {
+            std::vector<uint8_t> gv(b->n, 0xee);
+            std::vector<uint32_t> bm((b->n + 31) / 32, 0xdeadbeefu);
+            ASSERT_EQ(ZAP_OK, zap_ed25519_gpu_verify(b->records, b->stride, b->n, b->variable_msgs,
+                                                     b->blob, b->blob_len, gv.data(), bm.data(),
+                                                     nullptr));
+            EXPECT_EQ(0u, count_mismatches(*b, gv)) << "lanes " << lanes;
+            EXPECT_EQ(pack_bitmap(std::vector<uint8_t>(b->expected, b->expected + b->n)), bm)
+                << "lanes " << lanes;
+            for (uint64_t m : {1ull, 7ull, 31ull, 32ull, 33ull, 100ull, 1000ull}) {
+                if (m > b->n)
+                    continue;
+                std::vector<uint8_t> g2(m, 0xee);
+                std::vector<uint32_t> bm2((m + 31) / 32, 0xdeadbeefu);
+                ASSERT_EQ(ZAP_OK, zap_ed25519_gpu_verify(b->records, b->stride, m,
+                                                         b->variable_msgs, b->blob, b->blob_len,
+                                                         g2.data(), bm2.data(), nullptr));
+                EXPECT_EQ(std::vector<uint8_t>(b->expected, b->expected + m), g2)
+                    << "n " << m << ", lanes " << lanes;
+                EXPECT_EQ(pack_bitmap(g2), bm2) << "n " << m << ", lanes " << lanes;
+            }
+        }
+    }
+    ASSERT_EQ(0, unsetenv("ZAP_ED25519_GPU_LANES"));
+    zap_ed25519_batch_free(&fixed);
+    zap_ed25519_batch_free(&var);
+}
+
+// Host records of 2^18 items or more are copied and verified in chunks that
+// overlap; an odd count leaves a short last chunk and a partial bitmap word,
+// and variable messages are read from a blob copied whole before the chunks.
+TEST(Ed25519Gpu, ChunkedHostBatchesMatchLibsodium)
+{
+    ZAP_SKIP_WITHOUT_GPU();
+#ifdef ZAP_TEST_HAVE_CUDA
+    const uint64_t n = (1u << 18) + 77;
+    for (int variable_msgs = 0; variable_msgs < 2; variable_msgs++) {
+        zap_ed25519_batch_t b = generate(variable_msgs, n, 1024);
+        ASSERT_EQ(n, b.n);
+        std::vector<uint8_t> want(b.expected, b.expected + n);
+        void *pinned = nullptr;
+        ASSERT_EQ(cudaSuccess, cudaMallocHost(&pinned, n * b.stride));
+        std::memcpy(pinned, b.records, n * b.stride);
+        const void *inputs[2] = {b.records, pinned}; // pageable, pinned
+        for (int k = 0; k < 2; k++) {
+            std::vector<uint8_t> got(n, 0xee);
+            std::vector<uint32_t> bm((n + 31) / 32, 0xdeadbeefu);
+            ASSERT_EQ(ZAP_OK, zap_ed25519_gpu_verify(inputs[k], b.stride, n, variable_msgs, b.blob,
+                                                     b.blob_len, got.data(), bm.data(), nullptr));
+            EXPECT_EQ(0u, count_mismatches(b, got)) << "input " << k;
+            EXPECT_EQ(pack_bitmap(want), bm) << "input " << k;
+        }
+        EXPECT_EQ(cudaSuccess, cudaFreeHost(pinned));
+        zap_ed25519_batch_free(&b);
+    }
+#else
+    GTEST_SKIP() << "tests built without the CUDA runtime";
+#endif
+}
+
 TEST(Ed25519Gpu, BadArgumentsAreInvalidParamAndLogged)
 {
     LogCapture logs;

@@ -172,6 +172,264 @@ TEST(Ed25519Scalar, IsCanonicalIsStrictlyBelowL)
     EXPECT_EQ(0, zap_sc_is_canonical(s));
 }
 
+namespace {
+
+// k = sum d[i] 2^(w i) with the digits in range, recomposed in 32-bit words.
+void expect_digits_recompose(const uint32_t k[8], int n, int w)
+{
+    int8_t d[64];
+    ASSERT_LE(n, 64);
+    zap_sc_signed_digits(d, n, k, w);
+    int64_t acc[10] = {0};
+    for (int i = 0; i < n; i++) {
+        ASSERT_GE(d[i], -(1 << (w - 1))) << "digit " << i;
+        if (i < n - 1)
+            ASSERT_LT(d[i], 1 << (w - 1)) << "digit " << i;
+        else
+            ASSERT_TRUE(d[i] >= 0 && d[i] <= 2) << "top digit " << (int)d[i];
+        int pos = w * i;
+        acc[pos / 32] += (int64_t)d[i] * ((int64_t)1 << (pos % 32));
+    }
+    int64_t carry = 0;
+    for (int j = 0; j < 10; j++) {
+        int64_t v = acc[j] + carry;
+        uint32_t word = (uint32_t)(v & 0xffffffff);
+        carry = (v - (int64_t)word) / ((int64_t)1 << 32);
+        EXPECT_EQ(j < 8 ? k[j] : 0u, word) << "word " << j;
+    }
+    EXPECT_EQ(0, carry);
+}
+
+void scalar_words(uint32_t out[8], const uint8_t s[32])
+{
+    for (int i = 0; i < 8; i++)
+        out[i] = (uint32_t)s[4 * i] | ((uint32_t)s[4 * i + 1] << 8) |
+                 ((uint32_t)s[4 * i + 2] << 16) | ((uint32_t)s[4 * i + 3] << 24);
+}
+
+// The scalars that stress the recoding and the table ends: 0, 1, L - 1,
+// 2^252, 2^253 - 1, and nibble/7-bit patterns that carry all the way up.
+std::vector<std::vector<uint8_t>> edge_scalars()
+{
+    std::vector<std::vector<uint8_t>> v;
+    std::vector<uint8_t> s(32, 0);
+    v.push_back(s); // 0
+    s[0] = 1;
+    v.push_back(s); // 1
+    uint8_t lm1[32] = {0xec, 0xd3, 0xf5, 0x5c, 0x1a, 0x63, 0x12, 0x58, 0xd6, 0x9c, 0xf7,
+                       0xa2, 0xde, 0xf9, 0xde, 0x14, 0,    0,    0,    0,    0,    0,
+                       0,    0,    0,    0,    0,    0,    0,    0,    0,    0x10};
+    v.push_back(std::vector<uint8_t>(lm1, lm1 + 32)); // L - 1
+    std::fill(s.begin(), s.end(), 0);
+    s[31] = 0x10;
+    v.push_back(s); // 2^252
+    std::fill(s.begin(), s.end(), 0xff);
+    s[31] = 0x1f;
+    v.push_back(s); // 2^253 - 1
+    std::fill(s.begin(), s.end(), 0x88);
+    s[31] = 0x08;
+    v.push_back(s); // every nibble 8: every radix-16 digit carries
+    std::fill(s.begin(), s.end(), 0x77);
+    s[31] = 0x07;
+    v.push_back(s);
+    std::fill(s.begin(), s.end(), 0);
+    for (int bit = 6; bit < 253; bit += 7)
+        s[bit / 8] |= (uint8_t)(1u << (bit % 8)); // every 7-bit window 64: carries
+    v.push_back(s);
+    return v;
+}
+
+std::vector<uint8_t> p2_bytes(const zap_ge_p2_t &r)
+{
+    std::vector<uint8_t> s(32);
+    zap_ge_p2_tobytes(s.data(), &r);
+    return s;
+}
+
+} // namespace
+
+TEST(Ed25519Scalar, SignedDigitsRecomposeAndStayInRange)
+{
+    SodiumInit init;
+    auto scalars = edge_scalars();
+    for (int it = 0; it < 2000; it++) {
+        std::vector<uint8_t> s(32);
+        randombytes_buf(s.data(), 32);
+        s[31] &= 0x1f; // < 2^253
+        scalars.push_back(s);
+    }
+    for (const auto &s : scalars) {
+        uint32_t k[8];
+        scalar_words(k, s.data());
+        expect_digits_recompose(k, ZAP_ED25519_ATAB_DIGITS, ZAP_ED25519_ATAB_W);
+        expect_digits_recompose(k, ZAP_ED25519_BTAB_DIGITS, ZAP_ED25519_BTAB_W);
+    }
+}
+
+TEST(Ed25519Group, BaseTableHoldsTheMultiplesOfB)
+{
+    // btab[j] = j B: y = (ypx + ymx) / 2 and x = (ypx - ymx) / 2 encode to
+    // libsodium's [j]B; btab[0] is the identity (1, 1, 0).
+    SodiumInit init;
+    const zap_ge_niels_t *t = zap_ed25519_btab();
+    EXPECT_EQ(1, t[0].ypx.v[0]);
+    EXPECT_EQ(1, t[0].ymx.v[0]);
+    for (int i = 1; i < 10; i++)
+        EXPECT_EQ(0, t[0].ypx.v[i] | t[0].ymx.v[i]);
+    for (int i = 0; i < 10; i++)
+        EXPECT_EQ(0, t[0].xy2d.v[i]);
+    for (int j = 1; j < ZAP_ED25519_BTAB_N; j++) {
+        zap_fe_t x, y, half, two;
+        zap_fe_0(&two);
+        two.v[0] = 2;
+        zap_fe_invert(&half, &two);
+        zap_fe_add(&y, &t[j].ypx, &t[j].ymx);
+        zap_fe_mul(&y, &y, &half);
+        zap_fe_sub(&x, &t[j].ypx, &t[j].ymx);
+        zap_fe_mul(&x, &x, &half);
+        std::vector<uint8_t> enc = fe_bytes(y);
+        enc[31] ^= (uint8_t)(zap_fe_isnegative(&x) << 7);
+        uint8_t sc[32] = {0}, want[32];
+        sc[0] = (uint8_t)j;
+        ASSERT_EQ(0, crypto_scalarmult_ed25519_base_noclamp(want, sc));
+        EXPECT_EQ(std::vector<uint8_t>(want, want + 32), enc) << "entry " << j;
+    }
+}
+
+TEST(Ed25519Group, DoubleScalarMultMatchesLibsodium)
+{
+    // [a]A + [b]B for real keys A, against libsodium's scalar multiplications
+    // and addition; random scalars and the edge scalars.
+    SodiumInit init;
+    auto edges = edge_scalars();
+    for (int it = 0; it < 300; it++) {
+        uint8_t pk[32], sk[64], a[32], b[32];
+        crypto_sign_keypair(pk, sk);
+        if (it < (int)(edges.size() * edges.size())) {
+            std::memcpy(a, edges[it % edges.size()].data(), 32);
+            std::memcpy(b, edges[it / edges.size()].data(), 32);
+        } else {
+            crypto_core_ed25519_scalar_random(a);
+            crypto_core_ed25519_scalar_random(b);
+        }
+        // libsodium: [a]A and [b]B (either may be the identity: -1, then skip it)
+        uint8_t pa[32], pb[32], want[32];
+        int ra = crypto_scalarmult_ed25519_noclamp(pa, a, pk);
+        int rb = crypto_scalarmult_ed25519_base_noclamp(pb, b);
+        uint8_t ident[32] = {1};
+        if (ra != 0)
+            std::memcpy(pa, ident, 32);
+        if (rb != 0)
+            std::memcpy(pb, ident, 32);
+        if (ra != 0 && rb != 0)
+            std::memcpy(want, ident, 32);
+        else if (ra != 0)
+            std::memcpy(want, pb, 32);
+        else if (rb != 0)
+            std::memcpy(want, pa, 32);
+        else
+            ASSERT_EQ(0, crypto_core_ed25519_add(want, pa, pb));
+        zap_ge_p3_t A;
+        ASSERT_EQ(1, zap_ge_frombytes(&A, pk));
+        zap_ge_cached_t tab[ZAP_ED25519_ATAB_N];
+        zap_ge_multiples(tab, &A);
+        uint32_t aw[8], bw[8];
+        scalar_words(aw, a);
+        scalar_words(bw, b);
+        zap_ge_p2_t r;
+        zap_ge_double_scalarmult(&r, aw, tab, bw, zap_ed25519_btab());
+        EXPECT_EQ(std::vector<uint8_t>(want, want + 32), p2_bytes(r)) << "iteration " << it;
+    }
+}
+
+TEST(Ed25519Group, FourLaneFormEqualsTheSerialOne)
+{
+    // The four-lane rounds the GPU's small-batch kernel runs, with the four
+    // lanes run in turn, against the serial double scalar multiplication:
+    // keys, keys plus an order-8 point (mixed order), the order-8 point
+    // itself, and the edge scalars.
+    SodiumInit init;
+    uint8_t t8enc[32];
+    auto t8 = ed25519_unhex("26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc05");
+    std::memcpy(t8enc, t8.data(), 32);
+    zap_ge_p3_t T8;
+    ASSERT_EQ(1, zap_ge_frombytes(&T8, t8enc));
+    zap_ge_cached_t t8c;
+    zap_ge_p3_to_cached(&t8c, &T8);
+    auto edges = edge_scalars();
+    for (int it = 0; it < 400; it++) {
+        uint8_t pk[32], sk[64], a[32], b[32];
+        crypto_sign_keypair(pk, sk);
+        zap_ge_p3_t P;
+        ASSERT_EQ(1, zap_ge_frombytes(&P, pk));
+        if (it % 4 == 1) { // mixed order: P + T8
+            zap_ge_p1p1_t t;
+            zap_ge_add(&t, &P, &t8c);
+            zap_ge_p1p1_to_p3(&P, &t);
+        } else if (it % 4 == 2) {
+            P = T8;
+        } else if (it % 4 == 3) { // -P, as the verifier uses -A
+            zap_fe_neg(&P.X, &P.X);
+            zap_fe_neg(&P.T, &P.T);
+        }
+        if (it < (int)(edges.size() * edges.size())) {
+            std::memcpy(a, edges[it % edges.size()].data(), 32);
+            std::memcpy(b, edges[it / edges.size()].data(), 32);
+        } else {
+            crypto_core_ed25519_scalar_random(a);
+            crypto_core_ed25519_scalar_random(b);
+        }
+        uint32_t aw[8], bw[8];
+        scalar_words(aw, a);
+        scalar_words(bw, b);
+        zap_ge_cached_t tab[ZAP_ED25519_ATAB_N];
+        zap_ge_multiples(tab, &P);
+        zap_ge_p2_t serial, four;
+        zap_ge_double_scalarmult(&serial, aw, tab, bw, zap_ed25519_btab());
+        zap_x4_host_double_scalarmult(&four, aw, &P, bw, zap_ed25519_btab());
+        EXPECT_EQ(p2_bytes(serial), p2_bytes(four)) << "iteration " << it;
+    }
+}
+
+TEST(Ed25519Group, EncodesToAgreesWithTheEncodingOnNonCanonicalY)
+{
+    // zap_ge_p2_encodes_to against zap_ge_p2_tobytes for the points with a
+    // small y (2..18, the ones with a non-canonical encoding p + y), either
+    // sign, given canonically and non-canonically: no signature can make R'
+    // such a point (that would need its discrete log), so the verifier tests
+    // cannot reach this case and it is checked here directly.
+    int points = 0;
+    for (int j = 2; j < 19; j++) {
+        for (int sign = 0; sign < 2; sign++) {
+            uint8_t canon[32] = {0}, noncanon[32];
+            canon[0] = (uint8_t)j;
+            canon[31] = (uint8_t)(sign << 7);
+            std::memset(noncanon, 0xff, 32);
+            noncanon[0] = (uint8_t)(0xed + j);
+            noncanon[31] = (uint8_t)(0x7f | (sign << 7));
+            zap_ge_p3_t pt;
+            if (!zap_ge_frombytes(&pt, canon))
+                continue; // y = j is not on the curve
+            points++;
+            zap_ge_p2_t p2 = {pt.X, pt.Y, pt.Z};
+            uint8_t enc[32];
+            zap_ge_p2_tobytes(enc, &p2);
+            ASSERT_EQ(0, std::memcmp(enc, canon, 32)) << "y " << j;
+            zap_ge_p3_t rd;
+            EXPECT_EQ(1, zap_ge_p2_encodes_to(&p2, canon, &pt, 1)) << "y " << j;
+            int ok = zap_ge_frombytes(&rd, noncanon);
+            EXPECT_EQ(1, ok) << "y " << j; // decodes, to the same point
+            EXPECT_EQ(0, zap_ge_p2_encodes_to(&p2, noncanon, &rd, ok)) << "y " << j;
+            uint8_t flipped[32];
+            std::memcpy(flipped, canon, 32);
+            flipped[31] ^= 0x80;
+            ok = zap_ge_frombytes(&rd, flipped);
+            EXPECT_EQ(0, zap_ge_p2_encodes_to(&p2, flipped, &rd, ok)) << "y " << j;
+        }
+    }
+    EXPECT_GT(points, 0);
+}
+
 TEST(Ed25519Host, Rfc8032VectorsAreValidAsInLibsodium)
 {
     auto vs = ed25519_load_rfc8032();
@@ -205,6 +463,12 @@ TEST(Ed25519Host, WycheproofMatchesExpectedAndLibsodium)
         valid += want;
         EXPECT_EQ(want, sodium_verdict(v.pk, v.sig, v.msg)) << v.name;
         EXPECT_EQ(want, host_verdict(v.pk, v.sig, v.msg)) << v.name;
+        if (v.sig.size() == 64 && v.pk.size() == 32) {
+            EXPECT_EQ(want, zap_x4_host_verify_item(v.pk.data(), v.sig.data(), v.sig.data() + 32,
+                                                    v.msg.data(), v.msg.size(),
+                                                    zap_ed25519_btab()))
+                << "four-lane " << v.name;
+        }
     }
     EXPECT_EQ(12, wrong_len);
     EXPECT_EQ(88, valid);
@@ -243,9 +507,17 @@ TEST(Ed25519Host, SmallOrderAndNonCanonicalEncodingsAsLibsodium)
         std::vector<uint8_t> a(pk, pk + 32), s(sig, sig + 64);
         a = encs[i];
         EXPECT_EQ(sodium_verdict(a, s, m), host_verdict(a, s, m)) << "as A, encoding " << i;
+        EXPECT_EQ(sodium_verdict(a, s, m),
+                  zap_x4_host_verify_item(a.data(), s.data(), s.data() + 32, m.data(), m.size(),
+                                          zap_ed25519_btab()))
+            << "four-lane, as A, encoding " << i;
         std::vector<uint8_t> a2(pk, pk + 32), s2(sig, sig + 64);
         std::memcpy(s2.data(), encs[i].data(), 32);
         EXPECT_EQ(sodium_verdict(a2, s2, m), host_verdict(a2, s2, m)) << "as R, encoding " << i;
+        EXPECT_EQ(sodium_verdict(a2, s2, m),
+                  zap_x4_host_verify_item(a2.data(), s2.data(), s2.data() + 32, m.data(),
+                                          m.size(), zap_ed25519_btab()))
+            << "four-lane, as R, encoding " << i;
         EXPECT_EQ(0, host_verdict(a2, s2, m)) << "as R, encoding " << i;
     }
 }
@@ -312,6 +584,46 @@ uint64_t host_diff_n()
 }
 
 } // namespace
+
+// The verdict of the GPU's four-lane kernel (R decoded and compared without
+// an inversion, every check evaluated) on the differential sets.
+TEST(Ed25519Host, FourLaneVerdictsMatchLibsodium)
+{
+    for (int variable_msgs = 0; variable_msgs < 2; variable_msgs++) {
+        zap_ed25519_gen_params_t p;
+        std::memset(&p, 0, sizeof(p));
+        p.seed = ed25519_test_seed() + 7;
+        p.n = host_diff_n() / 4;
+        p.n_keys = 256;
+        p.variable_msgs = variable_msgs;
+        p.max_msg_len = 300;
+        p.all_mutations = 1;
+        zap_ed25519_batch_t b;
+        ASSERT_EQ(0, zap_ed25519_gen(&p, &b));
+        uint64_t mismatches = 0, valid = 0;
+        static const uint8_t empty[1] = {0};
+        for (uint64_t i = 0; i < b.n; i++) {
+            const uint8_t *rec = b.records + i * b.stride, *msg;
+            uint64_t len;
+            int v;
+            if (!zap_ed25519_record_msg(rec, b.variable_msgs, b.blob ? b.blob : empty, b.blob_len,
+                                        &msg, &len))
+                v = ZAP_ED25519_VERDICT_MALFORMED;
+            else
+                v = zap_x4_host_verify_item(rec, rec + 32, rec + 64, msg, len, zap_ed25519_btab());
+            valid += v == 1;
+            if (v != b.expected[i]) {
+                if (mismatches < 10)
+                    ADD_FAILURE() << "item " << i << " (" << zap_ed25519_mut_name(b.kind[i])
+                                  << "): four-lane " << v << ", libsodium " << (int)b.expected[i];
+                mismatches++;
+            }
+        }
+        EXPECT_EQ(0u, mismatches);
+        EXPECT_GT(valid, 0u);
+        zap_ed25519_batch_free(&b);
+    }
+}
 
 TEST(Ed25519Host, DifferentialFixedMessagesMatchLibsodium)
 {

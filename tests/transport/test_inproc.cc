@@ -196,6 +196,48 @@ TEST(Inproc, WaitTimesOutNamingThePeer)
     EXPECT_TRUE(log.contains("peer rank 0")) << log.all();
 }
 
+// ZAP_TIMEOUT is taken when the world is created: a later value, or a later
+// malformed one, does not reach the waits of transports that exist.
+TEST(Inproc, TransportsKeepTheTimeoutOfTheirCreation)
+{
+    ScopedEnv e("ZAP_TIMEOUT", "0.2");
+    World w(2);
+    EXPECT_EQ(zap_transport_timeout(w.t[0]), 0.2);
+    for (const char *later : {"20", "soon"}) {
+        ScopedEnv l("ZAP_TIMEOUT", later);
+        uint8_t b[4];
+        LogCapture log;
+        double t0 = zap_clock_now();
+        EXPECT_EQ(zap_transport_recv(w.t[1], 0, 3, b, sizeof(b), nullptr), ZAP_ERR_TIMED_OUT) << later;
+        double took = zap_clock_now() - t0;
+        EXPECT_GE(took, 0.15) << later;
+        EXPECT_LT(took, 5.0) << "ZAP_TIMEOUT=" << later << " set after create was used";
+        EXPECT_TRUE(log.contains("after 0.2 s")) << log.all();
+    }
+}
+
+TEST(Inproc, ParamsTimeoutOverridesTheEnvironmentAndIsChecked)
+{
+    ScopedEnv e("ZAP_TIMEOUT", "soon"); // not read: params set the timeout
+    zap_transport_params_t params{};
+    params.timeout_s = 0.25;
+    zap_inproc_world_t *w = nullptr;
+    ASSERT_EQ(zap_inproc_world_create_ex(2, nullptr, &params, &w), ZAP_OK);
+    zap_transport_t *t = nullptr;
+    ASSERT_EQ(zap_inproc_transport(w, 1, &t), ZAP_OK);
+    EXPECT_EQ(zap_transport_timeout(t), 0.25);
+    zap_inproc_world_destroy(w);
+    for (double bad : {-1.0, 0.0005, 2e7, 1.0 / 0.0}) {
+        LogCapture log;
+        params.timeout_s = bad;
+        w = nullptr;
+        EXPECT_EQ(zap_inproc_world_create_ex(2, nullptr, &params, &w), ZAP_ERR_INVALID_PARAM) << bad;
+        EXPECT_EQ(w, nullptr);
+        EXPECT_TRUE(log.contains("timeout_s")) << log.all();
+    }
+    EXPECT_EQ(zap_transport_timeout(nullptr), 0.0);
+}
+
 TEST(Inproc, ClosedPeerFailsPendingAndNewOperations)
 {
     World w(2);

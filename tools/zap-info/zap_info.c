@@ -44,36 +44,57 @@ static void print_markdown(void)
 }
 
 #ifdef ZAP_INFO_HAVE_COLL
-/* The automatic algorithm choice (ZAP_ALLREDUCE_ALG / ZAP_BCAST_ALG = auto). */
+/* Predicate names of the selection table (ZAP_COLL_PRED_*), in bit order. */
+static const char *const pred_names[] = {"same_host", "fits_shm", "single_copy", "oversubscribed",
+                                         "flat", "gpu_path", "host_memory", "gpu_memory"};
+
+static void print_preds(char sign, unsigned preds, char *out, size_t cap)
+{
+    for (size_t b = 0; b < sizeof(pred_names) / sizeof(pred_names[0]); b++) {
+        if (!(preds & (1u << b)))
+            continue;
+        size_t n = strlen(out);
+        snprintf(out + n, cap - n, "%s%c%s", n ? " " : "", sign, pred_names[b]);
+    }
+}
+
+static void print_bytes(size_t v, char *out, size_t cap)
+{
+    if (v == SIZE_MAX)
+        snprintf(out, cap, "inf");
+    else if (v >= (1u << 20) && v % (1u << 20) == 0)
+        snprintf(out, cap, "%zuM", v >> 20);
+    else if (v >= 1024 && v % 1024 == 0)
+        snprintf(out, cap, "%zuK", v >> 10);
+    else
+        snprintf(out, cap, "%zu", v);
+}
+
+/* The selection table: every row that holds is a candidate, in order; a
+ * forced algorithm (ZAP_<COLL>_ALG) goes first (docs/collectives.md). */
 static void print_selection(void)
 {
-    const zap_coll_selection_row_t *ar = NULL, *bc = NULL;
-    size_t nar = 0, nbc = 0;
-    zap_coll_selection_table(&ar, &nar, &bc, &nbc);
-    printf("#\n# collective algorithm selection (auto): first matching row wins\n");
-    printf("# %-10s %-18s %-11s %-20s\n", "collective", "algorithm", "ranks", "bytes");
-    printf("# %-10s %-18s %-11s [256K, inf), oversubscribed beyond the shm area: before shm, on host memory "
-           "where the ranks may read each other's (ZAP_COLL_CMA)\n",
-           "allreduce", "cma", "2-64");
-    printf("# %-10s %-18s %-11s [0, %d] in a slot, larger up to ZAP_COLL_SHM_LARGE_BYTES: before the rows, on "
-           "communicators whose ranks share one host (ZAP_COLL_SHM)\n",
-           "allreduce", "shm", "2-64", ZAP_COLL_SHM_MAX_BYTES);
-    for (int pass = 0; pass < 2; pass++) {
-        const zap_coll_selection_row_t *rows = pass ? bc : ar;
-        size_t n = pass ? nbc : nar;
-        for (size_t i = 0; i < n; i++) {
-            char ranks[32], lo[24], hi[24];
-            if (rows[i].max_ranks == INT32_MAX || rows[i].max_ranks <= 0)
-                snprintf(ranks, sizeof(ranks), "%d+", rows[i].min_ranks);
-            else
-                snprintf(ranks, sizeof(ranks), "%d-%d", rows[i].min_ranks, rows[i].max_ranks);
-            snprintf(lo, sizeof(lo), "%zu", rows[i].min_bytes);
-            if (rows[i].max_bytes == SIZE_MAX)
-                snprintf(hi, sizeof(hi), "inf");
-            else
-                snprintf(hi, sizeof(hi), "%zu", rows[i].max_bytes);
-            printf("# %-10s %-18s %-11s [%s, %s)\n", rows[i].collective, rows[i].algorithm, ranks, lo, hi);
-        }
+    size_t n = zap_coll_selection_table(NULL, 0);
+    zap_coll_selection_row_t rows[64];
+    if (n > sizeof(rows) / sizeof(rows[0]))
+        n = sizeof(rows) / sizeof(rows[0]);
+    zap_coll_selection_table(rows, n);
+    printf("#\n# collective algorithm selection: every row that holds is a candidate, in order\n");
+    printf("# %-10s %-18s %-9s %-12s %-64s %s\n", "collective", "algorithm", "ranks", "bytes", "predicates", "why");
+    for (size_t i = 0; i < n; i++) {
+        char ranks[32], lo[24], hi[24], preds[160] = "";
+        if (rows[i].max_ranks == INT32_MAX)
+            snprintf(ranks, sizeof(ranks), "%d+", rows[i].min_ranks);
+        else
+            snprintf(ranks, sizeof(ranks), "%d-%d", rows[i].min_ranks, rows[i].max_ranks);
+        print_bytes(rows[i].min_bytes, lo, sizeof(lo));
+        print_bytes(rows[i].max_bytes, hi, sizeof(hi));
+        char bytes[56];
+        snprintf(bytes, sizeof(bytes), "[%s,%s)", lo, hi);
+        print_preds('+', rows[i].require, preds, sizeof(preds));
+        print_preds('-', rows[i].forbid, preds, sizeof(preds));
+        printf("# %-10s %-18s %-9s %-12s %-64s %s\n", rows[i].collective, rows[i].algorithm, ranks, bytes,
+               preds[0] ? preds : "-", rows[i].rule);
     }
 }
 #endif

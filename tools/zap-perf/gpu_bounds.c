@@ -6,13 +6,13 @@
  *   d2d     device -> device on one GPU;
  *   peer    GPU 0 -> GPU 1 (cudaMemcpyPeerAsync, NVLink or PCIe), and both
  *           directions at once (bidir, sum of the two);
- *   reduce  the cuda/reduce float32 sum kernel, bytes of one input per second.
+ *   reduce  the cuda/coll float32 sum kernel, bytes of one input per second.
  * Medians of 9 timed repetitions (events), after one warm-up.
  * Usage: zap-gpu-bounds [max bytes, default 256M] */
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include "coll/staging/stage_gpu.h"
+#include "cuda_coll.h"
 
 #define REPS 9
 

@@ -24,7 +24,7 @@
  * host-staging copy bandwidth (cudaMemcpy device to pinned host, same bytes),
  * the yardstick for GPU-resident collectives; MPI runs on host and managed
  * buffers only unless --mpi-device. The alg column reads "gpu" when zap's
- * calls took the GPU-resident path (core/coll/staging; counted, not assumed),
+ * calls took the GPU-resident path (core/coll/gpu; counted, not assumed),
  * "gpu+host" when some of them fell back to the host algorithms.
  *
  * Inter-host bytes (zap only; zap_transport_traffic): what zap's transport
@@ -41,7 +41,7 @@
 #include "perf_common.h"
 #include "zap/coll.h"
 #include "zap/ucp.h"
-#include "coll/staging/stage.h"
+#include "coll/gpu/gpu.h"
 #ifdef ZAP_PERF_HAVE_CUDA
 #include <cuda_runtime.h>
 #endif
@@ -547,8 +547,19 @@ int perf_coll_main(int argc, char **argv)
                 fprintf(stderr, "zap-perf coll: unknown --op '%s' (allreduce, bcast)\n", tok);
             continue;
         }
-        if (o.alg != NULL)
-            setenv(op == OP_ALLREDUCE ? "ZAP_ALLREDUCE_ALG" : "ZAP_BCAST_ALG", o.alg, 1);
+        /* A forced algorithm is a setting of the communicator: one made for
+         * this operation. */
+        zap_comm_t *forced = NULL;
+        if (o.alg != NULL) {
+            zap_comm_params_t params = {0};
+            if (op == OP_ALLREDUCE)
+                params.allreduce_alg = o.alg;
+            else
+                params.bcast_alg = o.alg;
+            if ((st = zap_comm_create_ex(t, &params, &forced)) != ZAP_OK)
+                die("zap_comm_create_ex", st);
+        }
+        zap_comm_t *opcomm = forced != NULL ? forced : comm;
         for (int k = 0; o.nsizes > 0 ? k < o.nsizes : (o.min << k) <= o.max; k++) {
             size_t bytes = o.nsizes > 0 ? o.sizes[k] : o.min << k;
             size_t count = bytes / sizeof(float);
@@ -557,9 +568,9 @@ int perf_coll_main(int argc, char **argv)
                 iters = o.max_iters;
             long warmup = o.warmup ? o.warmup : (iters / 10 > 2 ? iters / 10 : 2);
             long reps = o.reps ? o.reps : 1;
-            ctx_t c = {IMPL_ZAP, op, comm, &b, count, o.root};
+            ctx_t c = {IMPL_ZAP, op, opcomm, &b, count, o.root};
             result_t z = {0}, m = {0};
-            uint64_t gpu0, fb0, gpu1, fb1; /* GPU-resident path (core/coll/staging): did zap's calls take it? */
+            uint64_t gpu0, fb0, gpu1, fb1; /* GPU-resident path (core/coll/gpu): did zap's calls take it? */
             zap_stage_counts(&gpu0, &fb0);
             if (!o.no_zap)
                 measure(&c, iters, warmup, reps, &z);
@@ -568,12 +579,9 @@ int perf_coll_main(int argc, char **argv)
                 c.impl = IMPL_MPI;
                 measure(&c, iters, warmup, reps, &m);
             }
-            const char *alg = o.alg ? o.alg
-                              : op == OP_ALLREDUCE ? zap_comm_allreduce_algorithm(comm, bytes)
-                                                   : zap_coll_auto_algorithm("bcast", bytes, g_size);
-            /* The shared-memory rule comes before the rows (ranks on one host). */
-            if (!o.alg && op != OP_ALLREDUCE && bytes <= zap_comm_shared_memory_bytes(comm))
-                alg = "shm";
+            zap_comm_attr_t attr = {.field_mask = ZAP_COMM_ATTR_ALGORITHMS, .bytes = bytes};
+            (void)zap_comm_query(opcomm, &attr);
+            const char *alg = op == OP_ALLREDUCE ? attr.allreduce_algorithm : attr.bcast_algorithm;
             if (gpu1 > gpu0)
                 alg = fb1 > fb0 ? "gpu+host" : "gpu"; /* peer copies over CUDA IPC; "+host": some fell back */
             double stage = 0, nccl_us = 0, nccl_busbw = 0;
@@ -615,6 +623,7 @@ int perf_coll_main(int argc, char **argv)
                     fflush(out.csv); /* a run stopped by a time limit keeps the sizes it finished */
             }
         }
+        zap_comm_destroy(forced);
     }
     perf_out_close(&out);
 #ifdef ZAP_PERF_HAVE_NCCL

@@ -3,6 +3,8 @@
  *   mpirun -np 2 zap-perf p2p [options]     point-to-point (perf_p2p.c)
  *   mpirun -np N zap-perf coll [options]    collectives (perf_coll.c, when built)
  *   mpirun -np N zap-perf comm [--reps R]   communicator creation (perf_comm.c, when built)
+ *   mpirun -np N zap-perf mpi [options]     MPI collectives through MPI, Open MPI against the
+ *                                           zap coll component (perf_mpi.c)
  *
  * The first argument picks the mode; the mode parses the rest. MPI is
  * initialised here, once, for every mode. */
@@ -10,6 +12,8 @@
 #include <stdio.h>
 #include <string.h>
 #include "perf_common.h"
+
+int perf_mpi_main(int argc, char **argv);
 
 typedef struct {
     const char *name;
@@ -23,6 +27,7 @@ static const perf_mode_t modes[] = {
     {"coll", perf_coll_main, "collectives"},
     {"comm", perf_comm_main, "communicator creation, shared-memory segment on and off"},
 #endif
+    {"mpi", perf_mpi_main, "MPI collectives through MPI: Open MPI's choice against the zap coll component"},
 };
 
 static void usage(void)

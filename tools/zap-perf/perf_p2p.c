@@ -227,7 +227,10 @@ static void ep_err(void *arg, ucp_ep_h ep, ucs_status_t s)
 
 static int raw_setup(raw_side_t *r)
 {
-    if (zap_ucp_worker_init(&r->w, MPI_COMM_WORLD) != ZAP_OK)
+    /* The timeout sets UCX's keepalive interval (ucp_worker.h), as zap's. */
+    double timeout = ZAP_TIMEOUT_DEFAULT_S;
+    if (zap_timeout_from_env(&timeout) != ZAP_OK ||
+        zap_ucp_worker_init(&r->w, MPI_COMM_WORLD, timeout) != ZAP_OK)
         return -1;
     /* The same endpoint mode zap uses: peer error handling where UCX has it. */
     zap_status_t st = zap_ucp_ep_create(&r->w, g_peer, zap_ucp_want_peer_errors(&r->w, g_peer), ep_err, NULL,

@@ -6,9 +6,11 @@
  * counts must be the same on every rank: the argument header carries the
  * total and a hash of counts, and each rank checks counts[rank] == sendcount
  * before anything moves, so disagreement is reported on every rank. */
-#include "coll/coll_impl.h"
+#include "coll/comm_impl.h"
+#include "coll/engine/mem.h"
+#include "coll/engine/select.h"
+#include "coll/engine/step.h"
 #include "coll/patterns/patterns.h"
-#include "coll/selection.h"
 #include "base/log.h"
 #include <string.h>
 
@@ -83,57 +85,83 @@ static uint64_t counts_hash(const size_t *counts, size_t fixed, int p)
     return h;
 }
 
+static zap_status_t ring_init(zap_coll_op_t *op)
+{
+    const zap_coll_args_t *a = &op->args;
+    ag_t *s = (ag_t *)op->alg_state;
+    memset(s, 0, sizeof(*s));
+    s->state = AG_START;
+    s->sendbuf = a->src;
+    s->recvbuf = a->dst;
+    s->counts = a->counts;
+    s->displs = a->displs;
+    s->fixed = a->count;
+    s->esize = zap_dtype_size(a->dt);
+    op->progress = ag_progress;
+    return ZAP_OK;
+}
+
+static const zap_coll_alg_t algs[] = {
+    {.name = "ring", .description = "ring, blocks straight into place", .init = ring_init},
+};
+static const zap_coll_row_t rows[] = {
+    {0, 1, INT32_MAX, 0, SIZE_MAX, 0, 0, "(p-1)/p of the result through every link, the minimum"},
+};
+const zap_coll_desc_t zap_allgatherv_desc = {
+    .name = "allgatherv",
+    .kind = ZAP_COLL_ALLGATHERV,
+    .algs = algs,
+    .nalgs = 1,
+    .rows = rows,
+    .nrows = 1,
+    .setting = ZAP_CFG_COUNT,
+};
+
+/* This rank's own argument error, logged; ZAP_OK when there is none. *total_p
+ * is the result's element count. */
+static zap_status_t check(const zap_comm_t *comm, const void *sendbuf, size_t sendcount, const void *recvbuf,
+                          const size_t *counts, const size_t *displs, bool is_v, zap_dtype_t dt, size_t *total_p)
+{
+    int p = comm->size;
+    size_t total = 0;
+    if (zap_dtype_size(dt) == 0) {
+        zap_error("coll: rank %d: allgather: invalid datatype %d", comm->rank, (int)dt);
+        return ZAP_ERR_INVALID_PARAM;
+    }
+    if (is_v && (counts == NULL || displs == NULL)) {
+        zap_error("coll: rank %d: allgatherv: counts and displs are required", comm->rank);
+        return ZAP_ERR_INVALID_PARAM;
+    }
+    if (is_v && counts[comm->rank] != sendcount) {
+        zap_error("coll: rank %d: allgatherv: sendcount %zu differs from counts[%d] %zu", comm->rank, sendcount,
+                  comm->rank, counts[comm->rank]);
+        return ZAP_ERR_INVALID_PARAM;
+    }
+    for (int r = 0; r < p; r++)
+        total += is_v ? counts[r] : sendcount;
+    if ((total > 0 && recvbuf == NULL) || (sendcount > 0 && sendbuf == NULL)) {
+        zap_error("coll: rank %d: allgather: NULL buffer", comm->rank);
+        return ZAP_ERR_INVALID_PARAM;
+    }
+    *total_p = total;
+    return ZAP_OK;
+}
+
 static zap_status_t post(zap_comm_t *comm, const void *sendbuf, size_t sendcount, void *recvbuf,
                          const size_t *counts, const size_t *displs, bool is_v, zap_dtype_t dt, zap_request_t **req_p)
 {
     if (comm == NULL || req_p == NULL)
         return ZAP_ERR_INVALID_PARAM;
-    zap_status_t local = ZAP_OK;
-    size_t esize = zap_dtype_size(dt), total = 0;
-    int p = comm->size;
-    if (esize == 0) {
-        zap_error("coll: rank %d: allgather: invalid datatype %d", comm->rank, (int)dt);
-        local = ZAP_ERR_INVALID_PARAM;
-    } else if (is_v && (counts == NULL || displs == NULL)) {
-        zap_error("coll: rank %d: allgatherv: counts and displs are required", comm->rank);
-        local = ZAP_ERR_INVALID_PARAM;
-    } else if (is_v && counts[comm->rank] != sendcount) {
-        zap_error("coll: rank %d: allgatherv: sendcount %zu differs from counts[%d] %zu", comm->rank, sendcount,
-                  comm->rank, counts[comm->rank]);
-        local = ZAP_ERR_INVALID_PARAM;
-    } else {
-        for (int r = 0; r < p; r++)
-            total += is_v ? counts[r] : sendcount;
-        if ((total > 0 && recvbuf == NULL) || (sendcount > 0 && sendbuf == NULL)) {
-            zap_error("coll: rank %d: allgather: NULL buffer", comm->rank);
-            local = ZAP_ERR_INVALID_PARAM;
-        }
+    size_t total = 0;
+    zap_status_t local = check(comm, sendbuf, sendcount, recvbuf, counts, displs, is_v, dt, &total);
+    zap_coll_args_t a = {.src = sendbuf == ZAP_IN_PLACE ? NULL : sendbuf, .dst = recvbuf, .count = sendcount,
+                         .counts = is_v ? counts : NULL, .displs = is_v ? displs : NULL, .dt = dt, .op = ZAP_OP_SUM,
+                         .root = -1, .hdr_count = total, .mem = ZAP_MEM_HOST};
+    if (local == ZAP_OK) {
+        a.hdr_extra = counts_hash(is_v ? counts : NULL, sendcount, comm->size) ^ (is_v ? 1 : 0);
+        a.mem = zap_coll_mem_kind(comm, recvbuf, total * zap_dtype_size(dt));
     }
-    zap_coll_op_t *op = NULL;
-    zap_status_t st = zap_coll_op_get(comm, ZAP_COLL_ALLGATHERV, 0, &op);
-    if (st != ZAP_OK)
-        return st;
-    zap_coll_hdr_init(op, total, dt, ZAP_OP_SUM, -1,
-                      local == ZAP_OK ? counts_hash(is_v ? counts : NULL, sendcount, p) ^ (is_v ? 1 : 0) : 0,
-                      local != ZAP_OK);
-    if (local != ZAP_OK) {
-        zap_coll_op_fail_local(op, local);
-    } else {
-        ag_t *s = (ag_t *)op->alg_state;
-        memset(s, 0, sizeof(*s));
-        s->state = AG_START;
-        s->sendbuf = sendbuf == ZAP_IN_PLACE ? NULL : sendbuf;
-        s->recvbuf = recvbuf;
-        s->counts = is_v ? counts : NULL;
-        s->displs = is_v ? displs : NULL;
-        s->fixed = sendcount;
-        s->esize = esize;
-        op->mem = zap_coll_mem_kind(comm, recvbuf, total * esize);
-        op->progress = ag_progress;
-        (void)zap_coll_rd_init(op, 0, NULL, 0, dt, ZAP_OP_SUM);
-        op->agreeing = true;
-    }
-    return zap_coll_op_start(op, req_p);
+    return zap_coll_post(comm, &zap_allgatherv_desc, &a, local, req_p);
 }
 
 zap_status_t zap_iallgatherv(zap_comm_t *comm, const void *sendbuf, size_t sendcount, void *recvbuf,

@@ -1,238 +1,147 @@
-/* Allreduce: argument checks, the algorithm table and the automatic choice.
+/* Allreduce: argument checks, the algorithm table and the selection rows.
  *
- * Algorithms (one file each):
- *   rd            recursive doubling, header carried in the data: log2(p)
- *                 rounds of the whole vector. Fewest rounds; small vectors.
- *   rabenseifner  recursive-halving reduce-scatter then recursive-doubling
- *                 allgather (non-powers of two fold first): 2 log2(p) rounds,
- *                 2 (p-1)/p n bytes moved. Medium and large vectors.
- *   ring          ring reduce-scatter then ring allgather: 2 (p-1) rounds,
- *                 2 (p-1)/p n bytes moved, one neighbour at a time, in pipeline
- *                 segments. Large vectors.
- *   direct        every rank sends its vector to every other in one round
- *                 and reduces all p in rank order: 1 round, (p-1) n bytes
- *                 moved. Small vectors on few ranks.
- *   shm           every rank writes its vector to a shared-memory slot and
- *                 reduces all p in rank order: no message at all. Vectors up
- *                 to ZAP_COLL_SHM_PAYLOAD bytes on communicators whose ranks
- *                 share one host (ZAP_COLL_SHM); up to the segment's large
- *                 area in chunks (allreduce_shm_large.c).
- *   cma           single copy: every rank reduces its block reading the
- *                 others' buffers directly (process_vm_readv), then reads
- *                 their finished blocks: n bytes read per rank, 2 waits.
- *                 Large host vectors, ranks on one host (ZAP_COLL_CMA).
+ * Algorithms (one file each; docs/collectives.md has rounds, bytes and the
+ * reduction order of each):
+ *   rd            recursive doubling, header carried in the data. Small vectors.
+ *   rabenseifner  recursive-halving reduce-scatter + recursive-doubling
+ *                 allgather. Medium and large vectors.
+ *   ring          ring reduce-scatter + ring allgather, pipelined. Large vectors.
+ *   direct        one round, every rank's vector to every other, reduced in
+ *                 rank order (the flat agreement's payload). Only when forced.
+ *   shm           one shared-memory slot per rank up to 4032 bytes, the
+ *                 segment's large area beyond. Ranks on one host.
+ *   cma           single copy: each rank reduces its block reading the
+ *                 others' buffers directly. Large host vectors, one host.
+ *   gpu           the GPU-resident path (coll/gpu): peer copies between the
+ *                 GPUs' staging slots. Managed or device buffers, one host.
  *
- * The automatic choice reads the selection rows below: the first row whose
- * rank range and byte range hold the call wins. The thresholds were measured
- * with zap-perf coll under mpirun on the development machine (see
- * docs/collectives.md, "Selection"); ZAP_ALLREDUCE_ALG overrides them. The
- * chosen algorithm is part of the argument header, so ranks that choose
- * differently (different counts, different environments) report
- * ZAP_ERR_MISMATCH instead of running different algorithms. The direct
- * algorithm rides a flat argument exchange: the exchange pattern follows the
- * rank count and the setting alone (allreduce_direct.c explains why). On a
- * communicator with a shared segment every allreduce under auto agrees in it
- * (allreduce_shm.c), whatever its size; the cma and shm rules come before
- * the rows. */
-#include "coll/coll_impl.h"
+ * The rows below are the automatic choice (docs/collectives.md,
+ * "Selection", says why each bound is where it is); ZAP_ALLREDUCE_ALG or
+ * params.allreduce_alg force an algorithm. On a communicator with a shared
+ * segment every allreduce agrees in it under the automatic choice (and when
+ * shm or cma is forced), whatever its size; a forced direct agrees flat; the
+ * rest by recursive doubling (allreduce_form). */
+#include "coll/allreduce/allreduce.h"
+#include "coll/comm_impl.h"
+#include "coll/engine/mem.h"
+#include "coll/engine/select.h"
+#include "coll/gpu/gpu.h"
 #include "coll/reduce/reduce.h"
-#include "coll/selection.h"
 #include "coll/shm/shm.h"
-#include "coll/staging/stage.h"
-#include "base/config_table.h"
 #include "base/log.h"
 #include <stdint.h>
-#include <string.h>
 
-const zap_coll_alg_t zap_allreduce_algs[ZAP_AR_NALGS] = {
-    [ZAP_AR_RD] = {"rd", "recursive doubling, whole vector each round", "small vectors"},
-    [ZAP_AR_RABENSEIFNER] = {"rabenseifner", "recursive halving reduce-scatter + recursive doubling allgather",
-                             "medium vectors"},
-    [ZAP_AR_RING] = {"ring", "ring reduce-scatter + ring allgather, pipelined", "large vectors"},
-    [ZAP_AR_DIRECT] = {"direct", "one round: every rank sends its vector to every other, reduced in rank order",
-                       "small vectors, few ranks"},
-    [ZAP_AR_SHM] = {"shm", "one shared-memory slot per rank, reduced in rank order; no messages",
-                    "small vectors, ranks on one host"},
-    [ZAP_AR_CMA] = {"cma", "single copy: each rank reduces its block reading the others' buffers, then reads theirs",
-                    "large host vectors, ranks on one host"},
+#define ANY_RANKS 1, INT32_MAX
+#define ALL_BYTES 0, SIZE_MAX
+#define SHM_RANKS 2, ZAP_COLL_SHM_MAX_RANKS
+#define KiB(n) ((size_t)(n) << 10)
+
+static const zap_coll_alg_t algs[ZAP_AR_NALGS] = {
+    [ZAP_AR_RD] = {.name = "rd", .description = "recursive doubling, whole vector each round",
+                   .init = zap_allreduce_rd_init, .agrees_in_data = SIZE_MAX, .by_name = true},
+    [ZAP_AR_RABENSEIFNER] = {.name = "rabenseifner",
+                             .description = "recursive halving reduce-scatter + recursive doubling allgather",
+                             .init = zap_allreduce_rabenseifner_init, .by_name = true},
+    [ZAP_AR_RING] = {.name = "ring", .description = "ring reduce-scatter + ring allgather, pipelined",
+                     .init = zap_allreduce_ring_init, .by_name = true},
+    [ZAP_AR_DIRECT] = {.name = "direct",
+                       .description = "one round: every rank sends its vector to every other, reduced in rank order",
+                       .init = zap_allreduce_direct_init, .require = ZAP_COLL_PRED_FLAT,
+                       .agrees_in_data = SIZE_MAX, .by_name = true},
+    [ZAP_AR_SHM] = {.name = "shm",
+                    .description = "shared-memory slots, then the segment's large area; reduced in rank order",
+                    .init = zap_allreduce_shm_init, .require = ZAP_COLL_PRED_SAME_HOST | ZAP_COLL_PRED_FITS_SHM,
+                    .agrees_in_data = ZAP_COLL_SHM_MAX_BYTES, .by_name = true},
+    [ZAP_AR_CMA] = {.name = "cma",
+                    .description = "single copy: each rank reduces its block reading the others' buffers",
+                    .init = zap_allreduce_cma_init,
+                    .require = ZAP_COLL_PRED_SAME_HOST | ZAP_COLL_PRED_SINGLE_COPY | ZAP_COLL_PRED_HOST_MEMORY,
+                    .vote_lane = ZAP_COLL_LANE_VOTE_HOST, .vote = zap_allreduce_cma_vote, .by_name = true},
+    [ZAP_AR_GPU] = {.name = "gpu", .description = "peer copies between the GPUs' staging slots (CUDA IPC)",
+                    .init = zap_gpu_allreduce_init, .require = ZAP_COLL_PRED_GPU_PATH | ZAP_COLL_PRED_GPU_MEMORY,
+                    .vote_lane = ZAP_COLL_LANE_VOTE_GPU, .vote = zap_gpu_vote, .local = true},
 };
 
-/* First matching row wins. Bytes are count * datatype size. */
-const zap_coll_selection_row_t zap_allreduce_rows[] = {
-    {"allreduce", "rd", 1, 1, 0, SIZE_MAX},
-    {"allreduce", "rd", 2, 2, 0, 8192},
-    {"allreduce", "rabenseifner", 2, 2, 8192, SIZE_MAX},
-    /* No "direct" row: on the H200 host (8 ranks, 2026-11-30) its one round of
-     * p-1 messages took 4.4-4.6 us at 8 B against 3.0-3.8 us for rd, and on
-     * 4 oversubscribed dev ranks it lost too; ZAP_ALLREDUCE_ALG=direct keeps it. */
-    {"allreduce", "rd", 3, INT32_MAX, 0, 8192},
-    {"allreduce", "rabenseifner", 3, INT32_MAX, 8192, 524288},
-    {"allreduce", "ring", 3, INT32_MAX, 524288, SIZE_MAX},
+/* Every row that holds is a candidate, in this order. */
+static const zap_coll_row_t rows[] = {
+    {ZAP_AR_GPU, 2, 8, ALL_BYTES, 0, 0, "GPU-resident buffers on one host: GPU to GPU, not through host memory"},
+    {ZAP_AR_CMA, SHM_RANKS, KiB(256), SIZE_MAX, 0, ZAP_COLL_PRED_OVERSUBSCRIBED,
+     "large host vectors on one host: one copy per byte, no staging area"},
+    {ZAP_AR_CMA, SHM_RANKS, ALL_BYTES, ZAP_COLL_PRED_OVERSUBSCRIBED, ZAP_COLL_PRED_FITS_SHM,
+     "oversubscribed: only what the shared area cannot carry (a reader waits for descheduled peers)"},
+    {ZAP_AR_SHM, SHM_RANKS, ALL_BYTES, 0, 0, "one host: no messages at all up to the area's size"},
+    {ZAP_AR_RD, 1, 1, ALL_BYTES, 0, 0, "one rank: a copy"},
+    {ZAP_AR_RD, 2, 2, 0, KiB(8), 0, 0, "fewest rounds; the header rides the data"},
+    {ZAP_AR_RABENSEIFNER, 2, 2, KiB(8), SIZE_MAX, 0, 0, "one halving and one doubling step"},
+    {ZAP_AR_RD, 3, INT32_MAX, 0, KiB(8), 0, 0, "fewest rounds; past 8 KiB the message leaves UCX's eager path"},
+    {ZAP_AR_RABENSEIFNER, 3, INT32_MAX, KiB(8), KiB(512), 0, 0, "2 log2(p) rounds, 2 (p-1)/p n bytes"},
+    {ZAP_AR_RING, 3, INT32_MAX, KiB(512), SIZE_MAX, 0, 0, "bandwidth-optimal, pipelined in segments"},
 };
-const size_t zap_allreduce_nrows = sizeof(zap_allreduce_rows) / sizeof(zap_allreduce_rows[0]);
 
-/* Whether the single-copy allreduce is the automatic choice for bytes on a
- * communicator that can use it (ranks on one host, reads permitted). From
- * 256 KiB: on the H200 host, forced against the large shared-memory form,
- * it is as fast at 256 KiB and faster above on 2, 4 and 8 ranks (1 MiB:
- * 172-217 us against 287-292 on 2 ranks, 274-286 against 353-359 on 4;
- * 8 ranks: 434-515 us against the ring's 587-750), and below 128 KiB
- * slower. Oversubscribed (4 ranks on the 2-core dev machine) a rank pulling
- * from a peer that is not running waits for it: 256 KiB took 255 us against
- * 124, so there it takes only what the area cannot carry (16 MiB: 1.6x Open
- * MPI against the ring's 1.0). See docs/collectives.md, "Selection". */
-static bool cma_auto(const zap_comm_t *comm, size_t bytes)
+/* In the shared segment under the automatic choice and when shm or cma is
+ * forced; flat when direct is forced on a rank count it can serve. Only what
+ * every rank of comm decides alike may decide it: ranks that disagree on
+ * anything else must still exchange the same messages. */
+static zap_coll_form_t allreduce_form(const zap_comm_t *comm)
 {
-    if (!comm->shm->cma)
-        return false;
-    return comm->oversubscribed ? bytes > zap_comm_shared_memory_bytes(comm) : bytes >= ((size_t)256 << 10);
+    int f = comm->set.alg[ZAP_COLL_ALLREDUCE];
+    if (comm->shm != NULL && (f < 0 || f == ZAP_AR_SHM || f == ZAP_AR_CMA))
+        return ZAP_COLL_FORM_SHM;
+    if (f == ZAP_AR_DIRECT && comm->size <= ZAP_COLL_FLAT_MAX_RANKS)
+        return ZAP_COLL_FORM_FLAT;
+    return ZAP_COLL_FORM_RD;
 }
 
-static int auto_alg(const zap_comm_t *comm, size_t bytes, bool shm, bool cma)
-{
-    int p = comm->size;
-    if (shm && cma && cma_auto(comm, bytes))
-        return ZAP_AR_CMA;
-    if (shm && bytes <= zap_comm_shared_memory_bytes(comm))
-        return ZAP_AR_SHM;
-    const char *name = zap_coll_select_row(zap_allreduce_rows, zap_allreduce_nrows, bytes, p);
-    for (int a = 0; a < ZAP_AR_NALGS; a++)
-        if (name != NULL && strcmp(name, zap_allreduce_algs[a].name) == 0)
-            return a;
-    return ZAP_AR_RD;
-}
+const zap_coll_desc_t zap_allreduce_desc = {
+    .name = "allreduce",
+    .kind = ZAP_COLL_ALLREDUCE,
+    .algs = algs,
+    .nalgs = ZAP_AR_NALGS,
+    .rows = rows,
+    .nrows = (int)(sizeof(rows) / sizeof(rows[0])),
+    .form = allreduce_form,
+    .needs_setup = true,
+    .setting = ZAP_CFG_ALLREDUCE_ALG,
+};
 
-/* Whether a call under setting idx (0: auto) agrees flat. Only what every
- * rank of comm decides alike may decide it (the rank count, the setting, the
- * oversubscription agreed at creation): ranks that disagree on anything else
- * must still exchange the same messages. Oversubscribed, auto keeps
- * recursive doubling: with more ranks than cores a rank waiting on all p - 1
- * peers at once waits for every one of them to be scheduled, and 4 ranks on
- * 2 cores measured slower flat (docs/collectives.md, "Selection"). */
-static bool flat_exchange(const zap_comm_t *comm, int idx)
+/* This rank's own argument error, logged; ZAP_OK when there is none. */
+static zap_status_t check(const zap_comm_t *comm, const void *sendbuf, const void *recvbuf, size_t count,
+                          zap_dtype_t dt, zap_op_t zop)
 {
-    int p = comm->size;
-    if (p > ZAP_COLL_FLAT_MAX_RANKS)
-        return false;
-    if (idx == 0)
-        return !comm->oversubscribed &&
-               zap_coll_flat_ranks(zap_allreduce_rows, zap_allreduce_nrows, zap_allreduce_algs[ZAP_AR_DIRECT].name, p);
-    return idx - 1 == ZAP_AR_DIRECT;
-}
-
-static zap_status_t post(zap_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count, zap_dtype_t dt,
-                         zap_op_t zop, int forced_alg, zap_request_t **req_p)
-{
-    if (comm == NULL || req_p == NULL)
-        return ZAP_ERR_INVALID_PARAM;
-    zap_status_t local = ZAP_OK;
     size_t esize = zap_dtype_size(dt);
     if (esize == 0 || (unsigned)zop >= ZAP_OP_COUNT) {
         zap_error("coll: rank %d: allreduce: invalid datatype %d or op %d", comm->rank, (int)dt, (int)zop);
-        local = ZAP_ERR_INVALID_PARAM;
-    } else if (!zap_reduce_supported(dt, zop)) {
+        return ZAP_ERR_INVALID_PARAM;
+    }
+    if (!zap_reduce_supported(dt, zop)) {
         zap_error("coll: rank %d: allreduce: op %d is not defined on datatype %d (bitwise ops need integers)",
                   comm->rank, (int)zop, (int)dt);
-        local = ZAP_ERR_UNSUPPORTED;
-    } else if (count > 0 && (recvbuf == NULL || sendbuf == NULL)) {
+        return ZAP_ERR_UNSUPPORTED;
+    }
+    if (count > 0 && (recvbuf == NULL || sendbuf == NULL)) {
         zap_error("coll: rank %d: allreduce: NULL buffer with count %zu", comm->rank, count);
-        local = ZAP_ERR_INVALID_PARAM;
-    } else if (count > SIZE_MAX / 4 / esize) {
+        return ZAP_ERR_INVALID_PARAM;
+    }
+    if (count > SIZE_MAX / 4 / esize) {
         zap_error("coll: rank %d: allreduce: count %zu too large", comm->rank, count);
-        local = ZAP_ERR_INVALID_PARAM;
+        return ZAP_ERR_INVALID_PARAM;
     }
-    int idx = forced_alg >= 0 ? forced_alg + 1 : zap_coll_pattern_setting(ZAP_CFG_ALLREDUCE_ALG, &local);
-    /* Shared memory when the communicator has it, under auto or forced;
-     * forced without it, recursive doubling. */
-    bool shm = comm->shm != NULL && (idx == 0 || idx - 1 == ZAP_AR_SHM || idx - 1 == ZAP_AR_CMA);
-    bool flat = !shm && flat_exchange(comm, idx);
-    int alg = idx == 0 ? (local == ZAP_OK ? auto_alg(comm, count * esize, shm, true) : ZAP_AR_RD) : idx - 1;
-    if (alg == ZAP_AR_DIRECT && !flat)
-        alg = ZAP_AR_RD; /* oversubscribed auto, or forced beyond ZAP_COLL_FLAT_MAX_RANKS: recursive doubling */
-    if (alg == ZAP_AR_CMA && !(shm && comm->shm->cma))
-        alg = shm ? ZAP_AR_SHM : ZAP_AR_RD; /* forced where reads are not permitted */
-    if (alg == ZAP_AR_SHM && (!shm || count * esize > zap_comm_shared_memory_bytes(comm)))
-        alg = shm ? auto_alg(comm, count * esize, false, false) : ZAP_AR_RD;
-    zap_coll_op_t *op = NULL;
-    zap_status_t st = zap_coll_op_get(comm, ZAP_COLL_ALLREDUCE, local == ZAP_OK ? alg : 0xff, &op);
-    if (st != ZAP_OK)
-        return st;
-    op->flat_agree = flat;
-    op->shm_agree = shm;
-    if (local != ZAP_OK) {
-        /* Take part in the argument exchange with the header marked bad, so
-         * the other ranks learn of it instead of waiting. */
-        zap_coll_hdr_init(op, count, dt, zop, -1, 0, true);
-        zap_coll_op_fail_local(op, local);
-    } else {
-        const void *src = sendbuf == ZAP_IN_PLACE ? recvbuf : sendbuf;
-        op->mem = zap_coll_mem_kind(comm, recvbuf, count * esize);
-        /* GPU-resident path (staging/stage.h); not under direct, whose
-         * header rides its data like rd's. */
-        /* The GPU path's vote also covers the large shared-memory form (GPU
-         * data of 64 KiB and more moves GPU to GPU instead); it falls back to
-         * rabenseifner or ring, on every rank together. */
-        bool staged = alg != ZAP_AR_DIRECT && !(alg == ZAP_AR_SHM && count * esize <= ZAP_COLL_SHM_PAYLOAD) &&
-                      zap_stage_wanted(op, count * esize);
-        zap_coll_hdr_init(op, count, dt, zop, -1, 0, false);
-        if (alg == ZAP_AR_CMA)
-            zap_allreduce_cma_vote(op, op->mem == ZAP_MEM_HOST &&
-                                           zap_coll_mem_kind(comm, src, count * esize) == ZAP_MEM_HOST);
-        switch (staged ? -1 : alg) {
-        case -1: st = zap_stage_allreduce_init(op, src, recvbuf, count, dt, zop, alg); break;
-        case ZAP_AR_RABENSEIFNER: st = zap_allreduce_rabenseifner_init(op, src, recvbuf, count, dt, zop); break;
-        case ZAP_AR_RING: st = zap_allreduce_ring_init(op, src, recvbuf, count, dt, zop); break;
-        case ZAP_AR_DIRECT: st = zap_allreduce_direct_init(op, src, recvbuf, count, dt, zop); break;
-        case ZAP_AR_SHM: st = zap_allreduce_shm_init(op, src, recvbuf, count, dt, zop); break;
-        case ZAP_AR_CMA: st = zap_allreduce_cma_init(op, src, recvbuf, count, dt, zop); break;
-        default: st = zap_allreduce_rd_init(op, src, recvbuf, count, dt, zop); break;
-        }
-    }
-    if (st != ZAP_OK)
-        zap_coll_op_fail_local(op, st);
-    return zap_coll_op_start(op, req_p);
-}
-
-zap_status_t zap_allreduce_transport_run(zap_coll_op_t *op, const void *sendbuf, void *recvbuf, size_t count,
-                                         zap_dtype_t dt, zap_op_t zop)
-{
-    zap_status_t st;
-    switch (auto_alg(op->comm, count * zap_dtype_size(dt), false, false)) {
-    case ZAP_AR_RABENSEIFNER: st = zap_allreduce_rabenseifner_init(op, sendbuf, recvbuf, count, dt, zop); break;
-    case ZAP_AR_RING: st = zap_allreduce_ring_init(op, sendbuf, recvbuf, count, dt, zop); break;
-    default:
-        /* rd's exchange carries the vector (and the header again): it runs
-         * as the agreement stage from the next progress call. */
-        st = zap_allreduce_rd_init(op, sendbuf, recvbuf, count, dt, zop);
-        return st == ZAP_OK ? ZAP_INPROGRESS : st;
-    }
-    if (st != ZAP_OK)
-        return st;
-    op->agreeing = false;
-    return op->progress(op);
-}
-
-const char *zap_comm_allreduce_algorithm(const zap_comm_t *comm, size_t bytes)
-{
-    if (comm == NULL)
-        return NULL;
-    return zap_allreduce_algs[auto_alg(comm, bytes, comm->shm != NULL, true)].name;
+    return ZAP_OK;
 }
 
 zap_status_t zap_iallreduce(zap_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count, zap_dtype_t dt,
                             zap_op_t zop, zap_request_t **req_p)
 {
-    return post(comm, sendbuf, recvbuf, count, dt, zop, -1, req_p);
-}
-
-zap_status_t zap_coll_allreduce_rd(zap_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
-                                   zap_dtype_t dt, zap_op_t zop)
-{
-    zap_request_t *req = NULL;
-    zap_status_t st = post(comm, sendbuf, recvbuf, count, dt, zop, ZAP_AR_RD, &req);
-    if (st != ZAP_OK)
-        return st;
-    return zap_coll_wait_free(req);
+    if (comm == NULL || req_p == NULL)
+        return ZAP_ERR_INVALID_PARAM;
+    zap_status_t local = check(comm, sendbuf, recvbuf, count, dt, zop);
+    zap_coll_args_t a = {.src = sendbuf == ZAP_IN_PLACE ? recvbuf : sendbuf, .dst = recvbuf, .count = count,
+                         .dt = dt, .op = zop, .root = -1, .hdr_count = count, .mem = ZAP_MEM_HOST};
+    if (local == ZAP_OK) {
+        a.bytes = count * zap_dtype_size(dt);
+        a.mem = zap_coll_mem_kind(comm, recvbuf, a.bytes);
+    }
+    return zap_coll_post(comm, &zap_allreduce_desc, &a, local, req_p);
 }
 
 zap_status_t zap_allreduce(zap_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count, zap_dtype_t dt,

@@ -38,14 +38,17 @@
  *     last read of its buffers; its next call publishes new addresses only
  *     then, and every other rank read this call's before its own fin.
  *   - A dead peer is named by its pid (ESRCH from the read, or the wait's
- *     liveness check), a live one that never comes by ZAP_TIMEOUT (comm.c).
+ *     liveness check), a live one that never comes by the communicator's
+ *     timeout (engine/op.c).
  *
  * The agreement carries each rank's vote that its buffers are host memory
  * (GPU memory cannot be read this way): where any rank votes no, every rank
- * takes the large shared-memory form if the vector fits its area, else the
- * transport algorithm of the table (zap_allreduce_cma_run). */
+ * takes the next candidate (the large shared-memory form if the vector fits
+ * its area, else the transport algorithm of the table). */
 #define _GNU_SOURCE
-#include "coll/coll_impl.h"
+#include "coll/allreduce/allreduce.h"
+#include "coll/engine/mem.h"
+#include "coll/engine/select.h"
 #include "coll/reduce/reduce.h"
 #include "coll/shm/shm.h"
 #include "base/log.h"
@@ -56,10 +59,6 @@
 
 /* The operands of one chunk (p of them) must stay in cache. */
 #define CMA_SCRATCH_MAX ((size_t)1 << 20)
-/* This rank's vote that its buffers are host memory: a lane of the header's
- * lanes word (zap_coll_hdr_vote), not the GPU path's. */
-#define CMA_VOTE_LANE 6
-_Static_assert(ZAP_LANE_N <= CMA_VOTE_LANE && CMA_VOTE_LANE < 7, "the vote lane is free and not the GPU path's");
 
 /* Step 2's reduction needs no wait: it runs in the call that sees every
  * address (STEP_ADDRS). */
@@ -75,13 +74,16 @@ typedef struct cma_ar {
     int step;
     int wait_q;    /* STEP_PULL: the rank whose next chunk this rank waits for, -1: none yet */
     bool in_place;
+    bool vote_read; /* the agreed vote said every rank's buffers are host memory */
     zap_coll_shm_wait_t wait;
 } cma_ar_t;
 _Static_assert(sizeof(cma_ar_t) <= ZAP_COLL_ALG_STATE_BYTES, "state too large");
 
-void zap_allreduce_cma_vote(zap_coll_op_t *op, bool can) { zap_coll_hdr_vote(op, CMA_VOTE_LANE, can); }
-
-bool zap_allreduce_cma_voted_yes(const zap_coll_op_t *op) { return zap_coll_hdr_voted_yes(op, CMA_VOTE_LANE); }
+bool zap_allreduce_cma_vote(const zap_coll_op_t *op)
+{
+    const zap_coll_args_t *a = &op->args;
+    return op->mem == ZAP_MEM_HOST && zap_coll_mem_kind(op->comm, a->src, a->bytes) == ZAP_MEM_HOST;
+}
 
 /* Reads bytes at rank q's address from into to; a short read is retried
  * (the kernel moves at most about 2 GiB per call). */
@@ -102,14 +104,14 @@ static zap_status_t read_peer(const zap_coll_op_t *op, int q, void *to, uint64_t
         if (err == ESRCH) {
             zap_error("coll: rank %d: peer rank %d (pid %d) failed: its process is gone (single-copy allreduce on "
                       "communicator %u, sequence %llu)",
-                      op->comm->rank, tr, (int)s->pids[q], op->comm->id, (unsigned long long)op->seq);
+                      op->comm->rank, tr, (int)s->pids[q], zap_coll_comm_id(op->comm), (unsigned long long)op->seq);
             return ZAP_ERR_PEER_FAILED;
         }
         zap_error("coll: rank %d: single-copy allreduce on communicator %u (sequence %llu): reading %zu bytes at "
                   "0x%llx of rank %d (pid %d) failed: %s; that rank's buffer is shorter than the agreed count, "
                   "not host memory, or no longer valid",
-                  op->comm->rank, op->comm->id, (unsigned long long)op->seq, bytes, (unsigned long long)from, tr,
-                  (int)s->pids[q], strerror(err));
+                  op->comm->rank, zap_coll_comm_id(op->comm), (unsigned long long)op->seq, bytes,
+                  (unsigned long long)from, tr, (int)s->pids[q], strerror(err));
         return ZAP_ERR_TRANSPORT;
     }
     return ZAP_OK;
@@ -234,6 +236,9 @@ static zap_status_t cma_progress(zap_coll_op_t *op)
     zap_coll_shm_t *s = op->comm->shm;
     zap_status_t st;
     if (a->step == STEP_TURN) {
+        if (!a->vote_read && !zap_coll_agree_voted(op, ZAP_COLL_LANE_VOTE_HOST))
+            return zap_coll_fall_back(op); /* some rank's buffers are not host memory */
+        a->vote_read = true;
         if ((st = zap_coll_shm_turn(op)) != ZAP_OK)
             return st;
         if ((st = scratch_for(s, a)) != ZAP_OK)
@@ -270,65 +275,30 @@ static zap_status_t cma_progress(zap_coll_op_t *op)
     return ZAP_OK;
 }
 
-/* The first progress after the agreement: the form every rank agreed on. */
-static zap_status_t cma_start(zap_coll_op_t *op)
+static void state_init(zap_coll_op_t *op, size_t chunk)
 {
-    cma_ar_t *a = (cma_ar_t *)op->alg_state;
-    return zap_allreduce_cma_run(op, a->src, a->dst, a->count, a->dt, a->zop, zap_allreduce_cma_voted_yes(op));
-}
-
-static void state_init(zap_coll_op_t *op, const void *sendbuf, void *recvbuf, size_t count, zap_dtype_t dt,
-                       zap_op_t zop, size_t chunk)
-{
+    const zap_coll_args_t *args = &op->args;
     cma_ar_t *a = (cma_ar_t *)op->alg_state;
     memset(a, 0, sizeof(*a));
-    a->src = sendbuf;
-    a->dst = recvbuf;
-    a->count = count;
-    a->es = zap_dtype_size(dt);
-    a->dt = dt;
-    a->zop = zop;
-    a->in_place = sendbuf == recvbuf;
+    a->src = args->src;
+    a->dst = args->dst;
+    a->count = args->count;
+    a->es = zap_dtype_size(args->dt);
+    a->dt = args->dt;
+    a->zop = args->op;
+    a->in_place = args->src == args->dst;
     a->chunk_elems = chunk / a->es > 0 ? chunk / a->es : 1;
     a->step = STEP_TURN;
 }
 
-zap_status_t zap_allreduce_cma_init(zap_coll_op_t *op, const void *sendbuf, void *recvbuf, size_t count,
-                                    zap_dtype_t dt, zap_op_t zop)
+/* Where the segment permits single-copy reads and the call agrees in it
+ * (the flags are the segment's); an empty vector has nothing to read. */
+zap_status_t zap_allreduce_cma_init(zap_coll_op_t *op)
 {
     zap_coll_shm_t *s = op->comm->shm;
-    if (s == NULL || !s->cma || !op->shm_agree)
-        return ZAP_ERR_INVALID_PARAM; /* the caller's choice says it can */
-    state_init(op, sendbuf, recvbuf, count, dt, zop, zap_coll_shm_large_chunk(op, false));
-    zap_status_t st = zap_coll_rd_init(op, 0, NULL, 0, dt, zop);
-    if (st != ZAP_OK)
-        return st;
-    op->agreeing = true;
-    op->progress = cma_start;
+    if (s == NULL || !s->cma || op->form != ZAP_COLL_FORM_SHM || op->args.count == 0)
+        return ZAP_ERR_UNSUPPORTED;
+    state_init(op, zap_coll_shm_large_chunk(op, op->agreed));
+    op->progress = cma_progress;
     return ZAP_OK;
-}
-
-zap_status_t zap_allreduce_cma_run(zap_coll_op_t *op, const void *sendbuf, void *recvbuf, size_t count,
-                                   zap_dtype_t dt, zap_op_t zop, bool voted)
-{
-    zap_coll_shm_t *s = op->comm->shm;
-    zap_status_t st;
-    if (voted && s != NULL && s->cma && count > 0) {
-        /* After zap_allreduce_cma_init the state holds the agreed chunk (the
-         * header's extra word); after the GPU path's vote, the default. */
-        if (op->progress != cma_start)
-            state_init(op, sendbuf, recvbuf, count, dt, zop, ZAP_COLL_SHM_CHUNK_BYTES);
-        op->progress = cma_progress;
-        op->agreeing = false;
-        return cma_progress(op);
-    }
-    if (s != NULL && count * zap_dtype_size(dt) <= s->big_bytes) {
-        zap_coll_rd_release(op); /* the agreement's buffers: done with */
-        st = zap_allreduce_shm_large_init(op, sendbuf, recvbuf, count, dt, zop, true);
-        if (st != ZAP_OK)
-            return st;
-        op->agreeing = false;
-        return op->progress(op);
-    }
-    return zap_allreduce_transport_run(op, sendbuf, recvbuf, count, dt, zop);
 }

@@ -16,7 +16,10 @@
  * is computed on exactly one rank and then copied, so all ranks hold
  * identical bytes. Cost: 2 log2(pof2) rounds (+2 on folded pairs), 2 (p-1)/p
  * n bytes sent per rank, one scratch vector of n bytes. */
-#include "coll/coll_impl.h"
+#include "coll/allreduce/allreduce.h"
+#include "coll/comm_impl.h"
+#include "coll/engine/mem.h"
+#include "coll/engine/step.h"
 #include "coll/patterns/patterns.h"
 #include <string.h>
 
@@ -52,6 +55,73 @@ typedef struct rab {
 _Static_assert(sizeof(rab_t) <= ZAP_COLL_ALG_STATE_BYTES, "state too large");
 
 static size_t disp(const rab_t *s, int i) { return zap_pat_block_disp(s->count, (size_t)s->pof2, (size_t)i); }
+
+/* The step number of mask within its phase's steps, from base. */
+static int step_of(int base, int mask)
+{
+    int step = base;
+    for (int m = mask; m > 1; m >>= 1)
+        step++;
+    return step;
+}
+
+/* A halving step: keep the half of the current range on this side of the
+ * partner, send the other half, receive the partner's half of ours. */
+static zap_status_t halve_post(zap_coll_op_t *op, rab_t *s, int p)
+{
+    int newdst = s->newrank ^ s->mask;
+    s->partner = zap_pat_rd_realrank(newdst, p);
+    size_t send_off, send_cnt;
+    if (s->newrank < newdst) {
+        s->send_idx = s->recv_idx + s->pof2 / (s->mask * 2);
+        send_off = disp(s, s->send_idx);
+        send_cnt = disp(s, s->last_idx) - send_off;
+        s->recv_off = disp(s, s->recv_idx);
+        s->recv_cnt = disp(s, s->send_idx) - s->recv_off;
+    } else {
+        s->recv_idx = s->send_idx + s->pof2 / (s->mask * 2);
+        send_off = disp(s, s->send_idx);
+        send_cnt = disp(s, s->recv_idx) - send_off;
+        s->recv_off = disp(s, s->recv_idx);
+        s->recv_cnt = disp(s, s->last_idx) - s->recv_off;
+    }
+    int step = step_of(STEP_HALVE, s->mask);
+    zap_status_t st = zap_coll_recv(op, s->partner, PHASE, step, s->tmp + s->recv_off * s->esize,
+                                    s->recv_cnt * s->esize, NULL, NULL);
+    if (st == ZAP_OK)
+        st = zap_coll_send(op, s->partner, PHASE, step, s->buf + send_off * s->esize, send_cnt * s->esize);
+    return st;
+}
+
+/* A doubling step: exchange the owned ranges with the partner, retracing the
+ * halving steps' pairs. */
+static zap_status_t double_post(zap_coll_op_t *op, rab_t *s, int p)
+{
+    int newdst = s->newrank ^ s->mask;
+    s->partner = zap_pat_rd_realrank(newdst, p);
+    size_t send_off, send_cnt;
+    if (s->newrank < newdst) {
+        if (s->mask != s->pof2 / 2)
+            s->last_idx = s->last_idx + s->pof2 / (s->mask * 2);
+        s->recv_idx = s->send_idx + s->pof2 / (s->mask * 2);
+        send_off = disp(s, s->send_idx);
+        send_cnt = disp(s, s->recv_idx) - send_off;
+        s->recv_off = disp(s, s->recv_idx);
+        s->recv_cnt = disp(s, s->last_idx) - s->recv_off;
+    } else {
+        s->recv_idx = s->send_idx - s->pof2 / (s->mask * 2);
+        send_off = disp(s, s->send_idx);
+        send_cnt = disp(s, s->last_idx) - send_off;
+        s->recv_off = disp(s, s->recv_idx);
+        s->recv_cnt = disp(s, s->send_idx) - s->recv_off;
+    }
+    int step = step_of(STEP_DOUBLE, s->mask);
+    zap_status_t st = zap_coll_recv(op, s->partner, PHASE, step, s->buf + s->recv_off * s->esize,
+                                    s->recv_cnt * s->esize, NULL, NULL);
+    if (st == ZAP_OK)
+        st = zap_coll_send(op, s->partner, PHASE, step, s->buf + send_off * s->esize, send_cnt * s->esize);
+    return st;
+}
 
 static zap_status_t rab_progress(zap_coll_op_t *op)
 {
@@ -102,39 +172,16 @@ static zap_status_t rab_progress(zap_coll_op_t *op)
             s->last_idx = s->pof2;
             s->state = RAB_HALVE_POST;
             break;
-        case RAB_HALVE_POST: {
+        case RAB_HALVE_POST:
             if (s->mask >= s->pof2) {
                 s->mask >>= 1;
                 s->state = RAB_DOUBLE_POST;
                 break;
             }
-            int newdst = s->newrank ^ s->mask;
-            s->partner = zap_pat_rd_realrank(newdst, p);
-            size_t send_off, send_cnt;
-            if (s->newrank < newdst) {
-                s->send_idx = s->recv_idx + s->pof2 / (s->mask * 2);
-                send_off = disp(s, s->send_idx);
-                send_cnt = disp(s, s->last_idx) - send_off;
-                s->recv_off = disp(s, s->recv_idx);
-                s->recv_cnt = disp(s, s->send_idx) - s->recv_off;
-            } else {
-                s->recv_idx = s->send_idx + s->pof2 / (s->mask * 2);
-                send_off = disp(s, s->send_idx);
-                send_cnt = disp(s, s->recv_idx) - send_off;
-                s->recv_off = disp(s, s->recv_idx);
-                s->recv_cnt = disp(s, s->last_idx) - s->recv_off;
-            }
-            int step = STEP_HALVE;
-            for (int m = s->mask; m > 1; m >>= 1)
-                step++;
-            if ((st = zap_coll_recv(op, s->partner, PHASE, step, s->tmp + s->recv_off * s->esize,
-                                    s->recv_cnt * s->esize, NULL, NULL)) != ZAP_OK ||
-                (st = zap_coll_send(op, s->partner, PHASE, step, s->buf + send_off * s->esize,
-                                    send_cnt * s->esize)) != ZAP_OK)
+            if ((st = halve_post(op, s, p)) != ZAP_OK)
                 return st;
             s->state = RAB_HALVE_WAIT;
             break;
-        }
         case RAB_HALVE_WAIT: {
             if ((st = zap_coll_step_test(op)) != ZAP_OK)
                 return st;
@@ -151,7 +198,7 @@ static zap_status_t rab_progress(zap_coll_op_t *op)
             s->state = RAB_HALVE_POST;
             break;
         }
-        case RAB_DOUBLE_POST: {
+        case RAB_DOUBLE_POST:
             if (s->mask <= 0) {
                 if (rank < 2 * s->rem) { /* odd rank of a folded pair: hand back */
                     st = zap_coll_send(op, rank - 1, PHASE, STEP_UNFOLD, s->buf, s->count * s->esize);
@@ -163,35 +210,10 @@ static zap_status_t rab_progress(zap_coll_op_t *op)
                 }
                 break;
             }
-            int newdst = s->newrank ^ s->mask;
-            s->partner = zap_pat_rd_realrank(newdst, p);
-            size_t send_off, send_cnt;
-            if (s->newrank < newdst) {
-                if (s->mask != s->pof2 / 2)
-                    s->last_idx = s->last_idx + s->pof2 / (s->mask * 2);
-                s->recv_idx = s->send_idx + s->pof2 / (s->mask * 2);
-                send_off = disp(s, s->send_idx);
-                send_cnt = disp(s, s->recv_idx) - send_off;
-                s->recv_off = disp(s, s->recv_idx);
-                s->recv_cnt = disp(s, s->last_idx) - s->recv_off;
-            } else {
-                s->recv_idx = s->send_idx - s->pof2 / (s->mask * 2);
-                send_off = disp(s, s->send_idx);
-                send_cnt = disp(s, s->last_idx) - send_off;
-                s->recv_off = disp(s, s->recv_idx);
-                s->recv_cnt = disp(s, s->send_idx) - s->recv_off;
-            }
-            int step = STEP_DOUBLE;
-            for (int m = s->mask; m > 1; m >>= 1)
-                step++;
-            if ((st = zap_coll_recv(op, s->partner, PHASE, step, s->buf + s->recv_off * s->esize,
-                                    s->recv_cnt * s->esize, NULL, NULL)) != ZAP_OK ||
-                (st = zap_coll_send(op, s->partner, PHASE, step, s->buf + send_off * s->esize,
-                                    send_cnt * s->esize)) != ZAP_OK)
+            if ((st = double_post(op, s, p)) != ZAP_OK)
                 return st;
             s->state = RAB_DOUBLE_WAIT;
             break;
-        }
         case RAB_DOUBLE_WAIT:
             if ((st = zap_coll_step_test(op)) != ZAP_OK)
                 return st;
@@ -211,26 +233,22 @@ static zap_status_t rab_progress(zap_coll_op_t *op)
     }
 }
 
-zap_status_t zap_allreduce_rabenseifner_init(zap_coll_op_t *op, const void *sendbuf, void *recvbuf, size_t count,
-                                             zap_dtype_t dt, zap_op_t zop)
+zap_status_t zap_allreduce_rabenseifner_init(zap_coll_op_t *op)
 {
+    const zap_coll_args_t *a = &op->args;
     rab_t *s = (rab_t *)op->alg_state;
     memset(s, 0, sizeof(*s));
     s->state = RAB_START;
-    s->src = sendbuf;
-    s->buf = recvbuf;
-    s->count = count;
-    s->esize = zap_dtype_size(dt);
-    s->dt = dt;
-    s->op = zop;
-    zap_status_t st = zap_coll_scratch(op, &op->scratch, op->comm->size > 1 ? count * s->esize : 0);
+    s->src = a->src;
+    s->buf = a->dst;
+    s->count = a->count;
+    s->esize = zap_dtype_size(a->dt);
+    s->dt = a->dt;
+    s->op = a->op;
+    zap_status_t st = zap_coll_scratch(op, &op->scratch, op->comm->size > 1 ? s->count * s->esize : 0);
     if (st != ZAP_OK)
         return st;
     s->tmp = op->scratch.ptr;
-    st = zap_coll_rd_init(op, 0, NULL, 0, dt, zop);
-    if (st != ZAP_OK)
-        return st;
-    op->agreeing = true;
     op->progress = rab_progress;
     return ZAP_OK;
 }

@@ -17,7 +17,10 @@
  * left. Each element is computed on one rank and copied to the others, so all
  * ranks hold identical bytes. Cost: 2(p-1) rounds, 2 (p-1)/p n bytes sent per
  * rank; best for large vectors (the round count grows with p). */
-#include "coll/coll_impl.h"
+#include "coll/allreduce/allreduce.h"
+#include "coll/comm_impl.h"
+#include "coll/engine/mem.h"
+#include "coll/engine/step.h"
 #include "coll/patterns/patterns.h"
 #include <string.h>
 
@@ -171,25 +174,23 @@ static zap_status_t ring_progress(zap_coll_op_t *op)
     }
 }
 
-zap_status_t zap_allreduce_ring_init(zap_coll_op_t *op, const void *sendbuf, void *recvbuf, size_t count,
-                                     zap_dtype_t dt, zap_op_t zop)
+zap_status_t zap_allreduce_ring_init(zap_coll_op_t *op)
 {
+    const zap_coll_args_t *a = &op->args;
     ring_t *s = (ring_t *)op->alg_state;
     int p = op->comm->size;
     memset(s, 0, sizeof(*s));
     s->state = RING_START;
-    s->src = sendbuf;
-    s->buf = recvbuf;
-    s->count = count;
-    s->esize = zap_dtype_size(dt);
-    s->dt = dt;
-    s->op = zop;
-    size_t maxblk = (count + (size_t)p - 1) / (size_t)p;
-    /* 128 KiB segments unless ZAP_COLL_PIPELINE_BYTES says otherwise: on the
-     * H200 host (8 ranks, shared memory + CMA) they beat 256 KiB ones at
-     * every size from 256 KiB to 16 MiB, by 1.3-1.5x (docs/collectives.md,
-     * Selection). */
-    s->seg_elems = zap_coll_segment_bytes(maxblk * s->esize, 1, RING_SEG, RING_SEG) / s->esize;
+    s->src = a->src;
+    s->buf = a->dst;
+    s->count = a->count;
+    s->esize = zap_dtype_size(a->dt);
+    s->dt = a->dt;
+    s->op = a->op;
+    size_t maxblk = (s->count + (size_t)p - 1) / (size_t)p;
+    /* 128 KiB segments unless the pipeline setting says otherwise
+     * (docs/collectives.md, "Selection"). */
+    s->seg_elems = zap_coll_segment_bytes(op->comm, maxblk * s->esize, 1, RING_SEG, RING_SEG) / s->esize;
     if (s->seg_elems == 0)
         s->seg_elems = 1;
     size_t seg = maxblk < s->seg_elems ? maxblk : s->seg_elems;
@@ -198,10 +199,6 @@ zap_status_t zap_allreduce_ring_init(zap_coll_op_t *op, const void *sendbuf, voi
         return st;
     s->tmp[0] = op->scratch.ptr;
     s->tmp[1] = op->scratch.ptr ? (char *)op->scratch.ptr + seg * s->esize : NULL;
-    st = zap_coll_rd_init(op, 0, NULL, 0, dt, zop);
-    if (st != ZAP_OK)
-        return st;
-    op->agreeing = true;
     op->progress = ring_progress;
     return ZAP_OK;
 }

@@ -1,6 +1,6 @@
 /* Shared-memory allreduce for vectors above a slot's 4032 bytes, up to the
  * segment's large area (coll/shm/shm.h; ZAP_COLL_SHM_LARGE_BYTES). It runs
- * after the arguments agreed in the small exchange, in three steps per call
+ * after the arguments agreed in the shared-memory exchange, in three steps per call
  * (large exchange k, numbered per communicator when its agreement succeeds,
  * which is in post order on every rank):
  *
@@ -12,8 +12,8 @@
  *
  * The vector moves in chunks of 128 KiB, each through the three steps, so
  * that what all ranks write and read at once stays in cache (whole vectors
- * measured superlinear: 8 ranks on the H200 host took 500-680 us at 1 MiB
- * against 200 us at 512 KiB). The flags then hold (k, chunk), increasing.
+ * cost superlinearly: docs/collectives.md, "Shared memory"). The flags then
+ * hold (k, chunk), increasing.
  *
  * Every element is combined in the same order as by direct and by the small
  * exchange, once, by one rank, and every rank copies the same bytes: results
@@ -29,8 +29,13 @@
  * k - 1 (a broadcast's root is done early, but it reads no result). Each
  * rank publishes fin_seq when done, which a broadcast root waits for. A dead
  * peer is named by pid as in the small exchange; a live one that never
- * comes ends the wait after ZAP_TIMEOUT (comm.c). */
-#include "coll/coll_impl.h"
+ * comes ends the wait at the communicator's timeout (engine/op.c).
+ *
+ * When /dev/shm has no room for the area to grow, every rank sees it alike
+ * (zap_coll_shm_large_turn) and the call falls back to its next candidate. */
+#include "coll/allreduce/allreduce.h"
+#include "coll/engine/mem.h"
+#include "coll/engine/select.h"
 #include "coll/reduce/reduce.h"
 #include "coll/shm/shm.h"
 #include "base/log.h"
@@ -114,8 +119,8 @@ static zap_status_t large_progress(zap_coll_op_t *op)
     shm_large_t *a = (shm_large_t *)op->alg_state;
     if (a->step == 0) {
         zap_status_t st = zap_coll_shm_large_turn(op, a->count * zap_dtype_size(a->dt));
-        if (st == ZAP_ERR_NO_MEMORY) /* no room for the area: every rank goes over the transport */
-            return zap_allreduce_transport_run(op, a->src, a->dst, a->count, a->dt, a->zop);
+        if (st == ZAP_ERR_NO_MEMORY) /* no room for the area: every rank takes the next candidate */
+            return zap_coll_fall_back(op);
         if (st != ZAP_OK)
             return st;
         a->step = 1;
@@ -123,27 +128,23 @@ static zap_status_t large_progress(zap_coll_op_t *op)
     return advance(op, a);
 }
 
-zap_status_t zap_allreduce_shm_large_init(zap_coll_op_t *op, const void *sendbuf, void *recvbuf, size_t count,
-                                          zap_dtype_t dt, zap_op_t zop, bool agreed)
+zap_status_t zap_allreduce_shm_large_init(zap_coll_op_t *op)
 {
     zap_coll_shm_t *s = op->comm->shm;
-    if (s == NULL || count * zap_dtype_size(dt) > s->big_bytes)
-        return ZAP_ERR_INVALID_PARAM; /* the caller's choice says it fits */
-    size_t chunk = zap_coll_shm_large_chunk(op, agreed);
+    const zap_coll_args_t *args = &op->args;
+    if (s == NULL || s->big_bytes == 0 || args->bytes > s->big_bytes)
+        return ZAP_ERR_UNSUPPORTED;
+    size_t chunk = zap_coll_shm_large_chunk(op, op->agreed);
     shm_large_t *a = (shm_large_t *)op->alg_state;
-    a->src = sendbuf;
-    a->dst = recvbuf;
-    a->count = count;
-    a->dt = dt;
-    a->zop = zop;
+    a->src = args->src;
+    a->dst = args->dst;
+    a->count = args->count;
+    a->dt = args->dt;
+    a->zop = args->op;
     a->step = 0;
     a->chunk = 0;
-    a->chunk_elems = chunk / zap_dtype_size(dt) > 0 ? chunk / zap_dtype_size(dt) : 1;
+    a->chunk_elems = chunk / zap_dtype_size(a->dt) > 0 ? chunk / zap_dtype_size(a->dt) : 1;
     a->wait = (zap_coll_shm_wait_t){0, 0, 0};
-    zap_status_t st = zap_coll_rd_init(op, 0, NULL, 0, dt, zop);
-    if (st != ZAP_OK)
-        return st;
-    op->agreeing = true;
     op->progress = large_progress;
     return ZAP_OK;
 }

@@ -3,7 +3,9 @@
  * vr + m for each power of two m below that bit (all sends posted at once,
  * largest subtree first). ceil(log2 p) rounds of n bytes: the fewest rounds,
  * the most bytes per rank; chosen for small messages. */
-#include "coll/coll_impl.h"
+#include "coll/bcast/bcast.h"
+#include "coll/comm_impl.h"
+#include "coll/engine/step.h"
 #include "coll/patterns/patterns.h"
 #include <string.h>
 
@@ -64,14 +66,14 @@ static zap_status_t bin_progress(zap_coll_op_t *op)
     }
 }
 
-zap_status_t zap_bcast_binomial_init(zap_coll_op_t *op, void *buf, size_t bytes, int root)
+zap_status_t zap_bcast_binomial_init(zap_coll_op_t *op)
 {
     bin_t *s = (bin_t *)op->alg_state;
     memset(s, 0, sizeof(*s));
     s->state = BIN_START;
-    s->buf = buf;
-    s->bytes = bytes;
-    s->root = root;
+    s->buf = op->args.dst;
+    s->bytes = op->args.bytes;
+    s->root = op->args.root;
     op->progress = bin_progress;
     return ZAP_OK;
 }

@@ -6,13 +6,16 @@
  * stream independently instead of advancing in lock step: (p - 2 + k)
  * segment times for k segments, n bytes per link, which approaches n/B for
  * large n (the broadcast lower bound). Segment i travels with step tag
- * i mod 4096; fewer than CHAIN_WINDOW are in flight per link, so tags in
+ * i mod 256; fewer than CHAIN_WINDOW are in flight per link, so tags in
  * flight are distinct.
  *
  * Requests live in fixed slots of the operation: receive of segment i in slot
  * i mod CHAIN_WINDOW, its forward in slot CHAIN_WINDOW + i mod CHAIN_WINDOW,
  * so an operation freed midway releases them like any other. */
-#include "coll/coll_impl.h"
+#include "coll/bcast/bcast.h"
+#include "coll/comm_impl.h"
+#include "coll/engine/mem.h"
+#include "coll/engine/step.h"
 #include "coll/patterns/patterns.h"
 #include <string.h>
 
@@ -60,7 +63,7 @@ static zap_status_t slot_post(zap_coll_op_t *op, int slot, bool send, int peer, 
 {
     uint64_t tag = zap_coll_tag(op, PHASE, (int)(seg & ZAP_COLL_STEP_MAX));
     zap_comm_t *c = op->comm;
-    int tpeer = c->ranks ? c->ranks[peer] : peer;
+    int tpeer = zap_coll_transport_rank(c, peer);
     return send ? zap_transport_isend(c->t, tpeer, tag, buf, len, &op->reqs[slot])
                 : zap_transport_irecv(c->t, tpeer, tag, buf, len, &op->reqs[slot]);
 }
@@ -150,18 +153,19 @@ static zap_status_t chain_progress(zap_coll_op_t *op)
     }
 }
 
-zap_status_t zap_bcast_chain_init(zap_coll_op_t *op, void *buf, size_t bytes, int root)
+zap_status_t zap_bcast_chain_init(zap_coll_op_t *op)
 {
     chain_t *s = (chain_t *)op->alg_state;
+    size_t bytes = op->args.bytes;
     memset(s, 0, sizeof(*s));
     s->state = CHAIN_START;
-    s->buf = buf;
+    s->buf = op->args.dst;
     s->bytes = bytes;
-    s->root = root;
+    s->root = op->args.root;
     /* Segments of about 1/16 of the message (32 KiB to 256 KiB): the pipeline
      * fills in p - 2 segment times, so short segments keep a 1 MiB broadcast
-     * from waiting on its first hops (docs/collectives.md, Selection). */
-    s->seg_bytes = zap_coll_segment_bytes(bytes, CHAIN_SEG_DIV, CHAIN_SEG_MIN, CHAIN_SEG_MAX);
+     * from waiting on its first hops (docs/collectives.md, "Selection"). */
+    s->seg_bytes = zap_coll_segment_bytes(op->comm, bytes, CHAIN_SEG_DIV, CHAIN_SEG_MIN, CHAIN_SEG_MAX);
     s->nseg = (bytes + s->seg_bytes - 1) / s->seg_bytes;
     op->progress = chain_progress;
     return ZAP_OK;

@@ -1,37 +1,61 @@
-/* Recursive-doubling broadcast: the argument agreement's exchange
- * (allreduce_rd.c) carrying the root's data. Every round each rank swaps its
+/* Recursive-doubling broadcast: the agreement's exchange carrying the root's
+ * data (agree/agree_rd.c, broadcast mode). Every round each rank swaps its
  * header with its partner's, and a side whose subcube already holds the data
  * appends it. log2(p) rounds (+2 when p is not a power of two) in all, the
  * agreement included, where the binomial tree needs the agreement's log2(p)
- * rounds and then its own; each rank receives the data once. Chosen for small
- * messages, where rounds cost more than bytes. */
-#include "coll/coll_impl.h"
+ * rounds and then its own; each rank receives the data once. Chosen for
+ * small messages, where rounds cost more than bytes.
+ *
+ * The same init serves the shared-memory broadcast up to a slot (bcast_shm.c:
+ * the root's slot carries the data in the shared-memory form). A call that
+ * agrees in shared memory with more than a slot, or follows another
+ * candidate, gets its own recursive-doubling broadcast in phase 1. */
+#include "coll/bcast/bcast.h"
+#include "coll/comm_impl.h"
+#include "coll/engine/mem.h"
+#include "coll/shm/shm.h"
 
 typedef struct bcast_rd {
-    void *buf;
-    size_t bytes;
-    int root;
+    bool exchanging; /* its own exchange is running */
 } bcast_rd_t;
 _Static_assert(sizeof(bcast_rd_t) <= ZAP_COLL_ALG_STATE_BYTES, "state too large");
 
-static zap_status_t bcast_rd_finish(zap_coll_op_t *op)
+static zap_status_t finish(zap_coll_op_t *op)
 {
-    bcast_rd_t *s = (bcast_rd_t *)op->alg_state;
-    if (op->comm->rank != s->root)
-        zap_coll_copy(op, s->buf, zap_coll_rd_result(op), s->bytes);
+    if (op->comm->rank != op->args.root)
+        zap_coll_copy(op, op->args.dst, zap_coll_agree_result(op), op->args.bytes);
     return ZAP_OK;
 }
 
-zap_status_t zap_bcast_rd_init(zap_coll_op_t *op, void *buf, size_t bytes, int root)
+static zap_status_t own_exchange(zap_coll_op_t *op)
 {
     bcast_rd_t *s = (bcast_rd_t *)op->alg_state;
-    s->buf = buf;
-    s->bytes = bytes;
-    s->root = root;
-    zap_status_t st = zap_coll_rd_init_bcast(op, 0, buf, bytes, root);
+    zap_status_t st;
+    if (!s->exchanging) {
+        st = zap_coll_agree_init_bcast(op, ZAP_COLL_FORM_RD, 1, op->args.dst, op->args.bytes, op->args.root);
+        if (st != ZAP_OK)
+            return st;
+        s->exchanging = true;
+    }
+    if ((st = zap_coll_agree_progress(op)) != ZAP_OK)
+        return st;
+    return finish(op);
+}
+
+zap_status_t zap_bcast_rd_init(zap_coll_op_t *op)
+{
+    bcast_rd_t *s = (bcast_rd_t *)op->alg_state;
+    s->exchanging = false;
+    bool carries = !op->agreed && (op->form == ZAP_COLL_FORM_RD ||
+                                   (op->form == ZAP_COLL_FORM_SHM && op->args.bytes <= ZAP_COLL_SHM_PAYLOAD));
+    if (!carries) {
+        op->progress = own_exchange;
+        return ZAP_OK;
+    }
+    zap_status_t st = zap_coll_agree_init_bcast(op, op->form, 0, op->args.dst, op->args.bytes, op->args.root);
     if (st != ZAP_OK)
         return st;
     op->agreeing = true;
-    op->progress = bcast_rd_finish;
+    op->progress = finish;
     return ZAP_OK;
 }

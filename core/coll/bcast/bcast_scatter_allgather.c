@@ -8,7 +8,9 @@
  * sends block (vr - s) to vr+1 and receives block (vr - s - 1) from vr-1,
  * straight into place. About 2 (p-1)/p n bytes per rank in log2(p) + p - 1
  * rounds: bandwidth close to the chain's without its long pipeline fill. */
-#include "coll/coll_impl.h"
+#include "coll/bcast/bcast.h"
+#include "coll/comm_impl.h"
+#include "coll/engine/step.h"
 #include "coll/patterns/patterns.h"
 #include <string.h>
 
@@ -100,14 +102,14 @@ static zap_status_t sag_progress(zap_coll_op_t *op)
     }
 }
 
-zap_status_t zap_bcast_scatter_allgather_init(zap_coll_op_t *op, void *buf, size_t bytes, int root)
+zap_status_t zap_bcast_scatter_allgather_init(zap_coll_op_t *op)
 {
     sag_t *s = (sag_t *)op->alg_state;
     memset(s, 0, sizeof(*s));
     s->state = SAG_START;
-    s->buf = buf;
-    s->bytes = bytes;
-    s->root = root;
+    s->buf = op->args.dst;
+    s->bytes = op->args.bytes;
+    s->root = op->args.root;
     op->progress = sag_progress;
     return ZAP_OK;
 }

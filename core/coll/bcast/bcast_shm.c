@@ -1,10 +1,10 @@
 /* Shared-memory broadcast, for communicators whose ranks share one host
  * (coll/shm/shm.h). Up to a slot's 4032 bytes it is the argument exchange
- * itself (bcast_rd.c's engine in shared-memory mode: the root's slot carries
- * the data, every rank copies it once every slot holds the exchange). Larger
- * messages, up to the segment's large area, follow that agreement with a
- * large exchange k (numbered as the allreduce's, allreduce_shm_large.c, whose
- * area and flags it shares):
+ * itself (bcast_rd.c on the shared-memory form of the agreement: the root's
+ * slot carries the data, every rank copies it once every slot holds the
+ * exchange). Larger messages, up to the segment's large area, follow that
+ * agreement with a large exchange k (numbered as the allreduce's large form,
+ * whose area and flags it shares: shm.h):
  *
  *   root: once every rank's fin_seq says it is done with exchange k - 1, copy
  *         the buffer into the result area chunk by chunk, publishing in_seq
@@ -16,8 +16,11 @@
  * previous exchange's result from the same area. One copy in and one copy out
  * per rank, against the chain's p - 2 + k segment rounds over the transport.
  * A dead root is named by pid; a dead reader is seen by the next exchange's
- * root. */
-#include "coll/coll_impl.h"
+ * root. When /dev/shm has no room for the area to grow, every rank sees it
+ * alike and the call falls back to its next candidate. */
+#include "coll/bcast/bcast.h"
+#include "coll/engine/mem.h"
+#include "coll/engine/select.h"
 #include "coll/shm/shm.h"
 #include "base/log.h"
 #include <string.h>
@@ -46,8 +49,8 @@ static zap_status_t bcast_large_progress(zap_coll_op_t *op)
     zap_status_t st;
     if (b->step == 0) {
         st = zap_coll_shm_large_turn(op, b->bytes);
-        if (st == ZAP_ERR_NO_MEMORY) /* no room for the area: every rank goes over the transport */
-            return zap_bcast_transport_run(op, b->buf, b->bytes, b->root);
+        if (st == ZAP_ERR_NO_MEMORY) /* no room for the area: every rank takes the next candidate */
+            return zap_coll_fall_back(op);
         if (st != ZAP_OK)
             return st;
         b->step = 1;
@@ -85,18 +88,22 @@ static zap_status_t bcast_large_progress(zap_coll_op_t *op)
     return ZAP_OK;
 }
 
-zap_status_t zap_bcast_shm_large_init(zap_coll_op_t *op, void *buf, size_t bytes, int root, bool agreed)
+zap_status_t zap_bcast_shm_init(zap_coll_op_t *op)
 {
     zap_coll_shm_t *s = op->comm->shm;
-    if (s == NULL || bytes > s->big_bytes)
-        return ZAP_ERR_INVALID_PARAM; /* the caller's choice says it fits */
-    size_t chunk = zap_coll_shm_large_chunk(op, agreed);
+    const zap_coll_args_t *a = &op->args;
+    if (s == NULL || a->bytes > op->comm->shm_bytes)
+        return ZAP_ERR_UNSUPPORTED;
+    if (a->bytes <= ZAP_COLL_SHM_PAYLOAD && !op->agreed)
+        return op->form == ZAP_COLL_FORM_SHM ? zap_bcast_rd_init(op) : ZAP_ERR_UNSUPPORTED;
+    if (s->big_bytes == 0 || a->bytes > s->big_bytes)
+        return ZAP_ERR_UNSUPPORTED;
     bcast_shm_t *b = (bcast_shm_t *)op->alg_state;
-    b->buf = buf;
-    b->bytes = bytes;
-    b->chunk_bytes = chunk;
+    b->buf = a->dst;
+    b->bytes = a->bytes;
+    b->chunk_bytes = zap_coll_shm_large_chunk(op, op->agreed);
     b->chunk = 0;
-    b->root = root;
+    b->root = a->root;
     b->step = 0;
     op->progress = bcast_large_progress;
     return ZAP_OK;

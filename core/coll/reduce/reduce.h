@@ -7,8 +7,7 @@
  * a < b nor b < a (so NaN handling is fixed, not IEEE minNum).
  *
  * GPU-resident data (managed or device memory) is reduced by the CUDA kernels
- * in cuda/reduce (declared here, implemented there; without CUDA they report
- * ZAP_ERR_UNSUPPORTED and every pointer is host memory). */
+ * of cuda/coll (cuda_coll.h), with the same semantics. */
 #ifndef ZAP_COLL_REDUCE_H
 #define ZAP_COLL_REDUCE_H
 #include <stdbool.h>
@@ -27,15 +26,4 @@ uint16_t zap_float_to_half(float f);
 float zap_bf16_to_float(uint16_t h);
 uint16_t zap_float_to_bf16(float f);
 
-/* --- cuda/reduce ---------------------------------------------------------- */
-/* Where ptr lives: ZAP_MEM_DEVICE, ZAP_MEM_MANAGED, ZAP_MEM_PINNED or
- * ZAP_MEM_HOST (also for any pointer CUDA does not know, and always without
- * CUDA). Asks the CUDA driver (cudaPointerGetAttributes); never guesses. */
-zap_mem_kind_t zap_cuda_ptr_kind(const void *ptr);
-/* dst = src, bytes, for any combination of host, managed and device memory;
- * synchronous. ZAP_ERR_UNSUPPORTED without CUDA, ZAP_ERR_CUDA on failure. */
-zap_status_t zap_cuda_copy(void *dst, const void *src, size_t bytes);
-/* The GPU form of zap_reduce_cpu (kernel launch and wait). a, b and dst must
- * be addressable by the device (managed, device or mapped pinned memory). */
-zap_status_t zap_cuda_reduce(zap_dtype_t dt, zap_op_t op, void *dst, const void *a, const void *b, size_t count);
 #endif

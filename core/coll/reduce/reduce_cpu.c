@@ -11,11 +11,10 @@
 #include <string.h>
 
 /* On x86-64 each loop is built twice, for AVX2 and for the baseline (SSE2),
- * and the loader picks one per machine: a 128 KiB float32 sum that sits in
- * cache (a ring segment just received) takes 2.9 instead of 6.3 us on the dev
- * machine. Results do not depend on the choice: every element is one IEEE
- * operation (no FMA contraction, no reassociation), so ranks on different
- * CPUs still agree bit for bit. */
+ * and the loader picks one per machine (docs/collectives.md, "Memory").
+ * Results do not depend on the choice: every element is one IEEE operation
+ * (no FMA contraction, no reassociation), so ranks on different CPUs still
+ * agree bit for bit. */
 #if defined(__x86_64__) && defined(__has_attribute)
 #if __has_attribute(target_clones)
 #define ZAP_REDUCE_CLONES __attribute__((target_clones("avx2", "default")))

@@ -7,8 +7,10 @@
  * shows up only on the receiver (a truncated message). A second header
  * exchange after the data (tag phase 3) carries that "bad" flag to every rank:
  * the receiver returns ZAP_ERR_INVALID_PARAM, all others ZAP_ERR_MISMATCH. */
-#include "coll/coll_impl.h"
-#include "coll/selection.h"
+#include "coll/comm_impl.h"
+#include "coll/engine/mem.h"
+#include "coll/engine/select.h"
+#include "coll/engine/step.h"
 #include "base/log.h"
 #include <string.h>
 
@@ -88,18 +90,85 @@ static zap_status_t scv_progress(zap_coll_op_t *op)
             break;
         case SCV_STATUS:
             if (s->truncated)
-                zap_coll_hdr_set_bad(&op->hdr_own);
-            if ((st = zap_coll_rd_init(op, PHASE_STATUS, NULL, 0, ZAP_DT_UINT8, ZAP_OP_SUM)) != ZAP_OK)
+                zap_coll_agree_mark_bad(&op->hdr_own);
+            if ((st = zap_coll_agree_init(op, ZAP_COLL_FORM_RD, PHASE_STATUS, NULL, 0, ZAP_DT_UINT8, ZAP_OP_SUM)) !=
+                ZAP_OK)
                 return st;
             s->state = SCV_DONE;
             break;
         case SCV_DONE:
-            st = zap_coll_rd_progress(op);
+            st = zap_coll_agree_progress(op);
             if (st == ZAP_ERR_MISMATCH && s->truncated)
                 return ZAP_ERR_INVALID_PARAM;
             return st;
         }
     }
+}
+
+static zap_status_t linear_init(zap_coll_op_t *op)
+{
+    const zap_coll_args_t *a = &op->args;
+    scv_t *s = (scv_t *)op->alg_state;
+    memset(s, 0, sizeof(*s));
+    s->state = SCV_START;
+    s->sendbuf = a->src;
+    s->counts = a->counts;
+    s->displs = a->displs;
+    s->fixed_count = a->fixed;
+    s->recvbuf = a->dst;
+    s->recvcount = a->count;
+    s->esize = zap_dtype_size(a->dt);
+    s->root = a->root;
+    op->progress = scv_progress;
+    return ZAP_OK;
+}
+
+static const zap_coll_alg_t algs[] = {
+    {.name = "linear", .description = "the root sends each rank its part directly, all sends at once",
+     .init = linear_init},
+};
+static const zap_coll_row_t rows[] = {
+    {0, 1, INT32_MAX, 0, SIZE_MAX, 0, 0, "the root's link carries (p-1)/p of the data once, the least possible"},
+};
+const zap_coll_desc_t zap_scatterv_desc = {
+    .name = "scatterv",
+    .kind = ZAP_COLL_SCATTERV,
+    .algs = algs,
+    .nalgs = 1,
+    .rows = rows,
+    .nrows = 1,
+    .setting = ZAP_CFG_COUNT,
+};
+
+/* This rank's own argument error, logged; ZAP_OK when there is none. */
+static zap_status_t check(const zap_comm_t *comm, bool is_v, const void *sendbuf, const size_t *counts,
+                          const size_t *displs, size_t fixed, const void *recvbuf, size_t recvcount, zap_dtype_t dt,
+                          int root)
+{
+    int p = comm->size;
+    if (zap_dtype_size(dt) == 0) {
+        zap_error("coll: rank %d: scatter: invalid datatype %d", comm->rank, (int)dt);
+        return ZAP_ERR_INVALID_PARAM;
+    }
+    if (root < 0 || root >= p) {
+        zap_error("coll: rank %d: scatter: root %d is not in [0, %d)", comm->rank, root, p);
+        return ZAP_ERR_INVALID_PARAM;
+    }
+    if (recvcount > 0 && recvbuf == NULL) {
+        zap_error("coll: rank %d: scatter: NULL recvbuf with recvcount %zu", comm->rank, recvcount);
+        return ZAP_ERR_INVALID_PARAM;
+    }
+    if (comm->rank == root) {
+        size_t total = 0;
+        bool ok = !is_v || (counts != NULL && displs != NULL);
+        for (int r = 0; ok && r < p; r++)
+            total += is_v ? counts[r] : fixed;
+        if (!ok || (total > 0 && sendbuf == NULL)) {
+            zap_error("coll: rank %d: scatter: root needs sendbuf, counts and displs", comm->rank);
+            return ZAP_ERR_INVALID_PARAM;
+        }
+    }
+    return ZAP_OK;
 }
 
 static zap_status_t post(zap_comm_t *comm, bool is_v, const void *sendbuf, const size_t *counts,
@@ -108,53 +177,13 @@ static zap_status_t post(zap_comm_t *comm, bool is_v, const void *sendbuf, const
 {
     if (comm == NULL || req_p == NULL)
         return ZAP_ERR_INVALID_PARAM;
-    zap_status_t local = ZAP_OK;
-    size_t esize = zap_dtype_size(dt);
-    int p = comm->size;
-    if (esize == 0) {
-        zap_error("coll: rank %d: scatter: invalid datatype %d", comm->rank, (int)dt);
-        local = ZAP_ERR_INVALID_PARAM;
-    } else if (root < 0 || root >= p) {
-        zap_error("coll: rank %d: scatter: root %d is not in [0, %d)", comm->rank, root, p);
-        local = ZAP_ERR_INVALID_PARAM;
-    } else if (recvcount > 0 && recvbuf == NULL) {
-        zap_error("coll: rank %d: scatter: NULL recvbuf with recvcount %zu", comm->rank, recvcount);
-        local = ZAP_ERR_INVALID_PARAM;
-    } else if (comm->rank == root) {
-        size_t total = 0;
-        bool ok = !is_v || (counts != NULL && displs != NULL);
-        for (int r = 0; ok && r < p; r++)
-            total += is_v ? counts[r] : fixed;
-        if (!ok || (total > 0 && sendbuf == NULL)) {
-            zap_error("coll: rank %d: scatter: root needs sendbuf, counts and displs", comm->rank);
-            local = ZAP_ERR_INVALID_PARAM;
-        }
-    }
-    zap_coll_op_t *op = NULL;
-    zap_status_t st = zap_coll_op_get(comm, ZAP_COLL_SCATTERV, 0, &op);
-    if (st != ZAP_OK)
-        return st;
-    zap_coll_hdr_init(op, is_v ? 0 : fixed, dt, ZAP_OP_SUM, root, is_v ? 1 : 0, local != ZAP_OK);
-    if (local != ZAP_OK) {
-        zap_coll_op_fail_local(op, local);
-    } else {
-        scv_t *s = (scv_t *)op->alg_state;
-        memset(s, 0, sizeof(*s));
-        s->state = SCV_START;
-        s->sendbuf = sendbuf;
-        s->counts = is_v ? counts : NULL;
-        s->displs = is_v ? displs : NULL;
-        s->fixed_count = fixed;
-        s->recvbuf = recvbuf;
-        s->recvcount = recvcount;
-        s->esize = esize;
-        s->root = root;
-        op->mem = zap_coll_mem_kind(comm, recvbuf, recvcount * esize);
-        op->progress = scv_progress;
-        (void)zap_coll_rd_init(op, 0, NULL, 0, dt, ZAP_OP_SUM);
-        op->agreeing = true;
-    }
-    return zap_coll_op_start(op, req_p);
+    zap_status_t local = check(comm, is_v, sendbuf, counts, displs, fixed, recvbuf, recvcount, dt, root);
+    zap_coll_args_t a = {.src = sendbuf, .dst = recvbuf, .count = recvcount, .fixed = fixed,
+                         .counts = is_v ? counts : NULL, .displs = is_v ? displs : NULL, .dt = dt, .op = ZAP_OP_SUM,
+                         .root = root, .hdr_count = is_v ? 0 : fixed, .hdr_extra = is_v ? 1 : 0, .mem = ZAP_MEM_HOST};
+    if (local == ZAP_OK)
+        a.mem = zap_coll_mem_kind(comm, recvbuf, recvcount * zap_dtype_size(dt));
+    return zap_coll_post(comm, &zap_scatterv_desc, &a, local, req_p);
 }
 
 zap_status_t zap_iscatterv(zap_comm_t *comm, const void *sendbuf, const size_t *counts, const size_t *displs,

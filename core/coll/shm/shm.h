@@ -1,7 +1,10 @@
 /* A communicator's shared-memory segment: when every rank of a communicator
- * is a process on one host, small allreduces (and the argument agreement of
- * every allreduce) exchange through it instead of through the transport
- * (allreduce_shm.c has the protocol).
+ * is a process on one host, small allreduces and broadcasts (and the argument
+ * agreement of every one) exchange through it instead of through the
+ * transport (agree/agree_shm.c has the protocol), and larger ones move through
+ * its large area or read each other's buffers (the large forms). Made by a
+ * communicator's setup (comm_setup.c) from the pieces below
+ * (shm_segment.c); the waits and turns every form shares are in shm_sync.c.
  *
  * Layout: a page holding a magic, a random token, each rank's pid and the
  * address it mapped the segment at (the single-copy probe), then two banks
@@ -32,13 +35,15 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include "zap/coll.h"
-#include "coll/coll_impl.h"
+#include "coll/comm_impl.h"
+#include "coll/engine/op.h"
+#include "coll/shm/shm_wait.h"
 
 #define ZAP_COLL_SHM_MAX_RANKS 64
 #define ZAP_COLL_SHM_SLOT_BYTES 4096
 #define ZAP_COLL_SHM_WORDS 4 /* the argument header's words, as this rank's own (min = max) */
 /* The payload a slot carries: what the exchange's inline area (header and
- * payload, ZAP_COLL_RD_INLINE_BYTES) can hold as the result. */
+ * payload, ZAP_COLL_AGREE_INLINE_BYTES) can hold as the result. */
 #define ZAP_COLL_SHM_PAYLOAD ZAP_COLL_SHM_MAX_BYTES
 
 typedef struct zap_coll_shm_slot {
@@ -60,7 +65,7 @@ typedef struct zap_coll_shm_ctl {
 } zap_coll_shm_ctl_t;
 
 /* The large forms move data in chunks of this many bytes, so that what all
- * ranks write and read at once stays in cache (ZAP_COLL_PIPELINE_BYTES, when
+ * ranks write and read at once stays in cache (the pipeline setting, when
  * set, replaces it: zap_coll_shm_large_chunk). */
 #define ZAP_COLL_SHM_CHUNK_BYTES ((size_t)128 << 10)
 
@@ -126,21 +131,43 @@ static inline zap_coll_shm_slot_t *zap_coll_shm_slot(const zap_coll_shm_t *s, ui
     return (zap_coll_shm_slot_t *)((char *)s->base + ZAP_COLL_SHM_SLOT_BYTES * (1 + i));
 }
 
-struct zap_comm;
-/* Collective over comm (every rank calls it right after the communicator is
- * made, with the same pattern of messages whatever each decides): rank 0 makes
- * a segment, the others map it by name, and the segment is kept only if every
- * rank mapped it and sees every other rank's process. want is this rank's
- * wish (setting, transport); any rank that does not want it, or cannot, turns
- * it off for all. want_cma likewise for single-copy reads (cma is set where
- * every rank wants them and could read every other rank's segment magic, at
- * the address that rank mapped it, with process_vm_readv). large_bytes is the
- * wish for the large area (rank 0's, capped, is what all get; the calls
- * reserve it). On ZAP_OK *shm_p is the segment or NULL (not shared), alike on
- * every rank; otherwise the collective error (the communicator cannot be
- * used). */
-zap_status_t zap_coll_shm_attach(struct zap_comm *comm, bool want, bool want_cma, uint64_t large_bytes,
-                                 zap_coll_shm_t **shm_p);
+/* --- making one (shm_segment.c; comm_setup.c runs the exchanges) -------- */
+/* What rank 0 tells the others: the name and the token it wrote. */
+typedef struct zap_coll_shm_ref {
+    char name[48]; /* "" when rank 0 has no segment */
+    uint64_t token;
+} zap_coll_shm_ref_t;
+
+/* A segment mapped by this rank, not yet a communicator's. */
+typedef struct zap_coll_shm_map {
+    void *base; /* NULL: none */
+    int fd;     /* rank 0: the segment's file, to reserve the large area; else -1 */
+} zap_coll_shm_map_t;
+
+/* Rank 0: a fresh segment for p ranks with a large area sized for
+ * large_bytes (capped by rank count), its slots and flags reserved, the area
+ * not yet. On failure (logged at info: it only means no segment) m->base is
+ * NULL and ref->name empty. */
+void zap_coll_shm_make(int p, uint64_t large_bytes, zap_coll_shm_ref_t *ref, zap_coll_shm_map_t *m);
+/* Another rank: rank 0's segment if this rank sees it (same host) and it is
+ * the one rank 0 made (magic, token, size); m->base NULL otherwise. */
+void zap_coll_shm_map(int p, const zap_coll_shm_ref_t *ref, zap_coll_shm_map_t *m);
+/* Writes this rank's pid and mapping address into the segment. */
+void zap_coll_shm_enter(const zap_coll_shm_map_t *m, int rank);
+/* Rank 0, once every rank has mapped the segment or given up: the name goes,
+ * so nothing is left in /dev/shm by a job that dies later. */
+void zap_coll_shm_unlink(const zap_coll_shm_ref_t *ref);
+/* Once every rank has entered: whether this rank sees every rank's process
+ * (ok[0]) and, when want_cma, may read every other rank's memory (ok[1]; the
+ * single-copy probe, which needs a large area). */
+void zap_coll_shm_check(const zap_coll_shm_map_t *m, int rank, int p, bool want_cma, int32_t ok[2]);
+/* Makes the segment comm's (every rank agreed to keep it; cma: single-copy
+ * reads agreed). ZAP_ERR_NO_MEMORY (logged): this rank cannot, the
+ * communicator is unusable. */
+zap_status_t zap_coll_shm_adopt(zap_coll_shm_map_t *m, int rank, int p, bool cma, zap_coll_shm_t **shm_p);
+/* Unmaps a segment that was not adopted (NULL base ignored). */
+void zap_coll_shm_unmap(zap_coll_shm_map_t *m);
+
 /* Rank 0, in a large call of bytes more than the area holds so far (and
  * never after a failure): reserves every slot up to at least bytes, twice
  * what it had or the whole area if less (posix_fallocate), and publishes the
@@ -149,6 +176,41 @@ uint64_t zap_coll_shm_reserve_large(zap_coll_shm_t *s, size_t bytes);
 /* Unmaps and frees; NULL is ignored. */
 void zap_coll_shm_detach(zap_coll_shm_t *shm);
 /* Whether comm rank q's process is gone (or a zombie): a dead rank is named
- * at once instead of after ZAP_TIMEOUT. Costs a system call or two. */
+ * at once instead of after the timeout. Costs a system call or two. */
 bool zap_coll_shm_peer_dead(const zap_coll_shm_t *shm, int q);
+/* The largest allreduce or broadcast s carries: a slot, or its large area. */
+size_t zap_coll_shm_bytes(const zap_coll_shm_t *s);
+
+/* --- waits and turns every form shares (shm_sync.c) ------------------------ */
+/* One poll of a wait for seq (or, at_least, any larger value) in every
+ * rank's flag (rank q's at first + q * stride bytes): ZAP_OK once all hold
+ * it, ZAP_INPROGRESS, or ZAP_ERR_PEER_FAILED naming a missing rank whose
+ * process is gone (looked for every 2 ms of waiting). Records w as op's
+ * unfinished wait while it returns ZAP_INPROGRESS (zap_coll_shm_first_missing). */
+zap_status_t zap_coll_shm_gather(zap_coll_op_t *op, const _Atomic uint64_t *first, size_t stride, uint64_t seq,
+                                 bool at_least, zap_coll_shm_wait_t *w);
+/* The first comm rank op still waits for in shared memory (a slot, a flag,
+ * rank 0's reservation), or -1. */
+int zap_coll_shm_first_missing(const zap_coll_op_t *op);
+/* An operation released before its shared-memory exchanges completed (an
+ * error or a timeout ended it, or it was freed and could not be drained):
+ * the communicator's later exchanges fail with ZAP_ERR_CANCELED instead of
+ * waiting on an order that can no longer hold. */
+void zap_coll_shm_settle(zap_coll_op_t *op);
+/* What the large forms do first, once the arguments agreed: take op's large
+ * exchange number (agreements complete in post order on every rank, and a
+ * mismatched call takes none), then ZAP_OK once this rank's previous large
+ * exchange is done, ZAP_INPROGRESS before, ZAP_ERR_CANCELED (logged) after
+ * an earlier one was abandoned. */
+zap_status_t zap_coll_shm_turn(zap_coll_op_t *op);
+/* The same turn for a form that moves bytes per rank through the large
+ * area: also reserves it for bytes (a call beyond what is reserved grows it).
+ * ZAP_ERR_NO_MEMORY, on every rank alike, when /dev/shm had no room: the call
+ * then falls back to its next candidate (zap_coll_fall_back). */
+zap_status_t zap_coll_shm_large_turn(zap_coll_op_t *op, size_t bytes);
+/* The chunk a large form moves: the default after an agreement without it
+ * (agreed: a candidate that followed another), else the pipeline setting
+ * when set, written into op's header so ranks set differently report a
+ * mismatch. */
+size_t zap_coll_shm_large_chunk(zap_coll_op_t *op, bool agreed);
 #endif

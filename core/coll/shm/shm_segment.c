@@ -1,10 +1,10 @@
 /* The shared-memory segment of a communicator whose ranks share a host
  * (shm.h). Made by rank 0 under a random name, mapped by the others, unlinked
  * as soon as every rank has mapped it (or failed to), so nothing is left in
- * /dev/shm by a job that dies later. */
+ * /dev/shm by a job that dies later. The exchanges between those steps are
+ * the communicator's setup's (comm_setup.c). */
 #define _GNU_SOURCE
 #include "coll/shm/shm.h"
-#include "coll/coll_impl.h"
 #include "base/log.h"
 #include <errno.h>
 #include <fcntl.h>
@@ -32,14 +32,9 @@ typedef struct seg_head {
 _Static_assert(sizeof(seg_head_t) <= ZAP_COLL_SHM_SLOT_BYTES, "the head fits its page");
 _Static_assert(offsetof(zap_coll_shm_slot_t, payload) + ZAP_COLL_SHM_PAYLOAD <= ZAP_COLL_SHM_SLOT_BYTES,
                "a slot holds its payload");
-_Static_assert(ZAP_COLL_SHM_PAYLOAD + sizeof(zap_coll_hdr_t) <= ZAP_COLL_RD_INLINE_BYTES,
+_Static_assert(ZAP_COLL_SHM_PAYLOAD + sizeof(zap_coll_hdr_t) <= ZAP_COLL_AGREE_INLINE_BYTES,
                "the result fits the exchange's inline area");
-
-/* What rank 0 tells the others: the name and the token it wrote. */
-typedef struct seg_ref {
-    char name[48]; /* "" when rank 0 has no segment */
-    uint64_t token;
-} seg_ref_t;
+typedef zap_coll_shm_ref_t seg_ref_t;
 
 /* The large area may take at most this much of /dev/shm per communicator. */
 #define BIG_TOTAL_MAX ((size_t)64 << 20)
@@ -55,14 +50,10 @@ static size_t seg_bytes(int p, size_t big)
     return small_bytes(p) + (big > 0 ? ctl_bytes(p) + big * ((size_t)p + 1) : 0);
 }
 
-/* Above 4 ranks the large allreduce loses to the ring beyond 512 KiB (8
- * ranks on the H200 host: 1 MiB 500-680 us against the ring's 430-450, 2-4
- * MiB about 2x slower; the single-copy allreduce, allreduce_cma.c, now takes
- * those sizes where it may; the broadcast was not measured there and takes
- * the same cap, the chain being 1.8-2.4x Open MPI from 1 MiB), while up to 4
- * ranks both win to 8 MiB and more (dev, 4 ranks, 8 MiB: allreduce
- * 1.48-1.94x and broadcast 1.29-2.18x Open MPI with a 12 MiB area);
- * docs/collectives.md. */
+/* Above 4 ranks the large allreduce loses to the ring (and to the
+ * single-copy allreduce) beyond 512 KiB, while up to 4 ranks it wins to 8 MiB
+ * and more (docs/collectives.md, "Selection"); the broadcast takes the same
+ * cap. */
 #define BIG_MANY_RANKS_MAX ((size_t)512 << 10)
 
 /* The large area's per-rank size for p ranks under the setting: at most
@@ -87,10 +78,10 @@ static void *map_fd(int fd, size_t bytes)
 
 /* Rank 0: a fresh segment, its slots and flags reserved (posix_fallocate,
  * zeroed: every sequence number 0), the large area sized but not reserved:
- * reserving zeroes every page, 24-30 ms for 48-64 MiB on dev, which a
- * communicator that never moves a large vector should not pay. Large calls
- * reserve it as far as they need (zap_coll_shm_reserve_large). *fd_p keeps
- * the file for that. */
+ * reserving zeroes every page, tens of milliseconds for the whole area,
+ * which a communicator that never moves a large vector should not pay
+ * (docs/collectives.md, "Shared memory"). Large calls reserve it as far as
+ * they need (zap_coll_shm_reserve_large). *fd_p keeps the file for that. */
 static void *create(int p, size_t big, seg_ref_t *ref, int *fd_p)
 {
     uint64_t token = 0;
@@ -171,89 +162,102 @@ static bool can_read_peer(const seg_head_t *h, int r, int q)
     return false;
 }
 
-zap_status_t zap_coll_shm_attach(zap_comm_t *comm, bool want, bool want_cma, uint64_t large_bytes,
-                                 zap_coll_shm_t **shm_p)
+void zap_coll_shm_make(int p, uint64_t large_bytes, zap_coll_shm_ref_t *ref, zap_coll_shm_map_t *m)
 {
-    int p = comm->size, r = comm->rank;
-    *shm_p = NULL;
-    want = want && p >= 2 && p <= ZAP_COLL_SHM_MAX_RANKS;
-    seg_ref_t ref;
-    memset(&ref, 0, sizeof(ref));
-    void *m = NULL;
-    int fd = -1;
-    if (r == 0 && want)
-        m = create(p, big_bytes_for(p, large_bytes), &ref, &fd);
-    zap_status_t st = zap_bcast(comm, &ref, sizeof(ref), ZAP_DT_UINT8, 0);
-    if (st != ZAP_OK)
-        goto fail;
-    if (r != 0 && want)
-        m = open_ref(p, &ref);
-    if (m != NULL) {
-        ((seg_head_t *)m)->pids[r] = getpid();
-        ((seg_head_t *)m)->bases[r] = (uint64_t)(uintptr_t)m;
-    }
-    /* Everyone has mapped the segment or given up: the name can go. */
-    int32_t ok = m != NULL, all = 0;
-    st = zap_coll_allreduce_rd(comm, &ok, &all, 1, ZAP_DT_INT32, ZAP_OP_MIN);
-    if (r == 0 && ref.name[0] != '\0')
-        shm_unlink(ref.name);
-    if (st != ZAP_OK)
-        goto fail;
-    /* Every rank's pid and mapping address is in place now; a rank that
-     * cannot see one (another pid namespace) could not tell a dead peer from
-     * a live one. The same agreement settles single-copy reads (the flags
-     * they use exist only with a large area). */
-    int32_t mine[2] = {all, 0}, both[2] = {0, 0};
-    const seg_head_t *h = m;
-    for (int q = 0; mine[0] && q < p; q++)
-        mine[0] = alive(h->pids[q]);
-    mine[1] = mine[0] && want_cma && h->big_bytes > 0;
-    for (int q = 0; mine[1] && q < p; q++)
-        mine[1] = q == r || can_read_peer(h, r, q);
-    st = zap_coll_allreduce_rd(comm, mine, both, 2, ZAP_DT_INT32, ZAP_OP_MIN);
-    if (st != ZAP_OK || !both[0])
-        goto fail;
+    memset(ref, 0, sizeof(*ref));
+    m->fd = -1;
+    m->base = create(p, big_bytes_for(p, large_bytes), ref, &m->fd);
+}
+
+void zap_coll_shm_map(int p, const zap_coll_shm_ref_t *ref, zap_coll_shm_map_t *m)
+{
+    m->fd = -1;
+    m->base = open_ref(p, ref);
+}
+
+void zap_coll_shm_enter(const zap_coll_shm_map_t *m, int rank)
+{
+    if (m->base == NULL)
+        return;
+    ((seg_head_t *)m->base)->pids[rank] = getpid();
+    ((seg_head_t *)m->base)->bases[rank] = (uint64_t)(uintptr_t)m->base;
+}
+
+void zap_coll_shm_unlink(const zap_coll_shm_ref_t *ref)
+{
+    if (ref->name[0] != '\0')
+        shm_unlink(ref->name);
+}
+
+void zap_coll_shm_check(const zap_coll_shm_map_t *m, int rank, int p, bool want_cma, int32_t ok[2])
+{
+    /* A rank that cannot see a peer's pid (another pid namespace) could not
+     * tell a dead peer from a live one. Single-copy reads use the flags,
+     * which exist only with a large area. */
+    const seg_head_t *h = m->base;
+    ok[0] = h != NULL;
+    for (int q = 0; ok[0] && q < p; q++)
+        ok[0] = alive(h->pids[q]);
+    ok[1] = ok[0] && want_cma && h->big_bytes > 0;
+    for (int q = 0; ok[1] && q < p; q++)
+        ok[1] = q == rank || can_read_peer(h, rank, q);
+}
+
+zap_status_t zap_coll_shm_adopt(zap_coll_shm_map_t *m, int rank, int p, bool cma, zap_coll_shm_t **shm_p)
+{
+    const seg_head_t *h = m->base;
     zap_coll_shm_t *s = calloc(1, sizeof(*s));
     if (s == NULL) {
-        /* The others go ahead with the segment; this rank cannot: the
-         * communicator is unusable. */
-        st = ZAP_ERR_NO_MEMORY;
-        goto fail;
+        /* The others go ahead with the segment; this rank cannot. */
+        zap_error("coll: rank %d: no memory for the shared segment's state", rank);
+        return ZAP_ERR_NO_MEMORY;
     }
-    s->base = m;
-    s->big_fd = fd;
-    s->big_state = &((seg_head_t *)m)->big_state;
+    s->base = m->base;
+    s->big_fd = m->fd;
+    s->big_state = &((seg_head_t *)m->base)->big_state;
     s->big_bytes = (size_t)h->big_bytes;
     s->bytes = seg_bytes(p, s->big_bytes);
-    s->rank = r;
+    s->rank = rank;
     s->size = p;
     s->pids = h->pids;
-    s->cma = both[1] != 0;
+    s->cma = cma;
     if (s->big_bytes > 0) {
-        unsigned char *at = (unsigned char *)m + small_bytes(p);
+        unsigned char *at = (unsigned char *)m->base + small_bytes(p);
         s->ctl = (zap_coll_shm_ctl_t *)at;
         s->big_in = at + ctl_bytes(p);
         s->big_out = s->big_in + s->big_bytes * (size_t)p;
     }
+    m->base = NULL;
+    m->fd = -1;
     *shm_p = s;
-    zap_debug("coll: rank %d: communicator %u exchanges allreduces in shared memory (%d ranks, up to %zu bytes)", r,
-              comm->id, p, s->big_bytes > 0 ? s->big_bytes : (size_t)ZAP_COLL_SHM_PAYLOAD);
+    zap_debug("coll: rank %d: a communicator of %d ranks exchanges in shared memory (up to %zu bytes)", rank, p,
+              s->big_bytes > 0 ? s->big_bytes : (size_t)ZAP_COLL_SHM_PAYLOAD);
     return ZAP_OK;
-fail:
-    if (m != NULL)
-        munmap(m, seg_bytes(p, ((seg_head_t *)m)->big_bytes));
-    if (fd >= 0)
-        close(fd);
-    return st;
+}
+
+void zap_coll_shm_unmap(zap_coll_shm_map_t *m)
+{
+    if (m->base != NULL)
+        munmap(m->base, seg_bytes(((seg_head_t *)m->base)->size, ((seg_head_t *)m->base)->big_bytes));
+    if (m->fd >= 0)
+        close(m->fd);
+    m->base = NULL;
+    m->fd = -1;
+}
+
+size_t zap_coll_shm_bytes(const zap_coll_shm_t *s)
+{
+    if (s == NULL)
+        return 0;
+    return s->big_bytes > ZAP_COLL_SHM_MAX_BYTES ? s->big_bytes : ZAP_COLL_SHM_MAX_BYTES;
 }
 
 uint64_t zap_coll_shm_reserve_large(zap_coll_shm_t *s, size_t bytes)
 {
     uint64_t have = s->big_known & ~ZAP_COLL_SHM_LARGE_FULL;
-    /* Doubling keeps a run of growing calls to a few reservations; the
-     * first large call of a verification job (a 512 KiB verdict bitmap on 2
-     * ranks) reserves 1.5 MiB instead of the whole 48 MiB, 10 ms on the H200
-     * host. */
+    /* Doubling keeps a run of growing calls to a few reservations, and a
+     * first large call (the verification job's verdict bitmap) pays for what
+     * it needs, not the whole area (docs/collectives.md, "Shared memory"). */
     size_t want = (bytes + ZAP_COLL_SHM_SLOT_BYTES - 1) / ZAP_COLL_SHM_SLOT_BYTES * ZAP_COLL_SHM_SLOT_BYTES;
     if (want < 2 * have)
         want = (size_t)(2 * have);

@@ -1,0 +1,184 @@
+/* Argument agreement: the header every collective exchanges before (or
+ * with) its data, the lanes and votes it carries, and the exchange that
+ * combines it over all ranks (docs/collectives.md, "Agreement").
+ *
+ * The header holds the call's arguments (kind, algorithm, count, datatype,
+ * op, root, a hash of v-counts, a "bad" flag) as min[] and max[] words,
+ * combined with min and max over all ranks; min != max in any field is a
+ * mismatch every rank sees, because every rank ends with the same min/max.
+ * The exchange takes one of three forms (engine/kind.h), each in its own
+ * file: recursive doubling (agree_rd.c), flat (agree_flat.c: every rank with
+ * every other in one round) and shared memory (agree_shm.c: one slot per
+ * rank in the communicator's segment). Each form may carry a payload that is
+ * reduced (or, in broadcast mode, copied from a root) as the headers are
+ * combined, so small collectives agree and move their data in the same
+ * messages. Because the exchange has the same partners and tags whatever
+ * the arguments (the form follows the communicator and its settings only),
+ * ranks that disagree still exchange exactly the same messages and none
+ * waits forever; a message of the wrong length only marks the header bad.
+ *
+ * Votes: a per-call yes/no rides a lane of the lanes word above the lanes
+ * the mismatch check reads (ZAP_COLL_LANE_N and up). Equal words combine
+ * unchanged and differing ones are rebuilt lane by lane for the defined lanes
+ * only, leaving a vote lane 0, so the agreed minimum is 1 exactly when every
+ * rank voted 1. Candidates whose predicate only the ranks together can
+ * decide (the memory kind of every rank's buffers) vote this way
+ * (engine/select.h). */
+#ifndef ZAP_COLL_AGREE_H
+#define ZAP_COLL_AGREE_H
+#include <stdalign.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "zap/coll.h"
+#include "zap/pool.h"
+#include "coll/engine/kind.h"
+#include "coll/shm/shm_wait.h"
+
+typedef struct zap_coll_op zap_coll_op_t;
+typedef struct zap_comm zap_comm_t;
+
+#define ZAP_COLL_AGREE_INLINE_BYTES 4096 /* the exchange's message slots (2, or p when flat) for small host payloads */
+#define ZAP_COLL_FLAT_MAX_RANKS 32       /* the flat form: one slot and two requests per rank */
+
+/* Header words, exchanged as min[] and max[]: three whole words and one of
+ * 8-bit lanes. 64 bytes in all, so an 8-byte allreduce's message (header and
+ * payload) stays within UCX's short-message size on shared memory, the
+ * cheapest path it has. The sequence number needs no field: it is in the tag. */
+enum {
+    ZAP_HDR_COUNT,
+    ZAP_HDR_ROOT,  /* (uint64_t)(int64_t)root; -1 when the collective has none */
+    ZAP_HDR_EXTRA, /* hash of v-counts, a large form's chunk, or 0 */
+    ZAP_HDR_LANES, /* ZAP_COLL_LANE_* fields, 8 bits each, min/max taken lane by lane */
+    ZAP_HDR_NWORDS
+};
+enum {
+    ZAP_COLL_LANE_KIND, /* collective kind */
+    ZAP_COLL_LANE_ALG,  /* algorithm (0xff: this rank failed before choosing one) */
+    ZAP_COLL_LANE_DTYPE,
+    ZAP_COLL_LANE_OP,
+    ZAP_COLL_LANE_BAD, /* 1 when a rank found its own arguments or a message wrong */
+    ZAP_COLL_LANE_N
+};
+/* The vote lanes (above ZAP_COLL_LANE_N, ignored by the mismatch check): every
+ * rank's buffers are host memory (the single-copy allreduce), every rank's
+ * are GPU-resident (the GPU path). */
+#define ZAP_COLL_LANE_VOTE_HOST 6
+#define ZAP_COLL_LANE_VOTE_GPU 7
+_Static_assert(ZAP_COLL_LANE_N <= ZAP_COLL_LANE_VOTE_HOST && ZAP_COLL_LANE_VOTE_GPU < 8, "vote lanes are free");
+
+typedef struct zap_coll_hdr {
+    uint64_t min[ZAP_HDR_NWORDS];
+    uint64_t max[ZAP_HDR_NWORDS];
+} zap_coll_hdr_t;
+_Static_assert(sizeof(zap_coll_hdr_t) == 64, "header size is part of the small-message budget");
+
+/* Marks a header bad (this rank's arguments or a received message wrong). */
+static inline void zap_coll_agree_mark_bad(zap_coll_hdr_t *h)
+{
+    h->min[ZAP_HDR_LANES] |= (uint64_t)1 << (8 * ZAP_COLL_LANE_BAD);
+    h->max[ZAP_HDR_LANES] |= (uint64_t)1 << (8 * ZAP_COLL_LANE_BAD);
+}
+
+typedef enum zap_coll_agree_state {
+    ZAP_AGREE_START,
+    ZAP_AGREE_FOLD_IN,  /* recursive doubling: extra ranks hand their data to a partner */
+    ZAP_AGREE_STEP_POST,
+    ZAP_AGREE_STEP_WAIT,
+    ZAP_AGREE_FOLD_OUT, /* partners hand the result back */
+    ZAP_AGREE_FOLD_OUT_WAIT,
+    ZAP_AGREE_DONE
+} zap_coll_agree_state_t;
+
+/* One exchange: header always, payload optional. */
+typedef struct zap_coll_agree {
+    zap_coll_agree_state_t state;
+    zap_coll_form_t form;
+    int phase;           /* tag phase */
+    int newrank;         /* recursive doubling: rank among the power-of-two group, -1 when folded out */
+    int mask;
+    size_t count;        /* payload elements (0: header only) */
+    zap_dtype_t dt;
+    zap_op_t op;
+    zap_coll_hdr_t *acc; /* accumulated header, followed by count elements */
+    zap_coll_hdr_t *in;  /* receive area, same layout */
+    zap_buf_t buf;       /* acc and in for payloads too large for the inline area */
+    /* The message slots for the header alone and for small host payloads
+     * (while all slots fit ZAP_COLL_AGREE_INLINE_BYTES), so small allreduces
+     * take no pool buffer at all. */
+    alignas(64) unsigned char inline_area[ZAP_COLL_AGREE_INLINE_BYTES];
+    size_t msg_bytes;
+    int root;    /* broadcast mode: the root (its data travels, nothing is reduced); -1: reduce */
+    int root_nr; /* broadcast mode: newrank holding the data after the fold */
+    size_t expect; /* length the pending receive must have */
+    size_t in_len;
+    zap_status_t in_st;
+    /* Flat form: every rank's message in one round, slot i of stride bytes
+     * at acc holding rank i's; the result ends in slot 0. */
+    size_t stride;
+    size_t flat_len[ZAP_COLL_FLAT_MAX_RANKS];
+    zap_status_t flat_st[ZAP_COLL_FLAT_MAX_RANKS];
+    /* Shared-memory form: set while this exchange holds a number in the
+     * segment (cleared by the engine when an operation is taken); the number,
+     * the payload's source (read when this rank's slot is free), the wait. */
+    bool shm;
+    uint64_t shm_seq;
+    const void *shm_src;
+    zap_coll_shm_wait_t shm_wait;
+} zap_coll_agree_t;
+
+/* --- the header (agree.c) -------------------------------------------------- */
+/* Fills op's own header from its kind and alg and the given fields. */
+void zap_coll_agree_header(zap_coll_op_t *op, size_t count, zap_dtype_t dt, zap_op_t zop, int root, uint64_t extra,
+                           bool bad);
+/* Rewrites the algorithm lane of op's own header (before the exchange). */
+void zap_coll_agree_set_alg(zap_coll_op_t *op, int alg);
+/* This rank's vote on lane (after zap_coll_agree_header), and after the
+ * exchange whether every rank voted yes. */
+void zap_coll_agree_vote(zap_coll_op_t *op, int lane, bool yes);
+bool zap_coll_agree_voted(const zap_coll_op_t *op, int lane);
+
+/* --- the exchange ---------------------------------------------------------- */
+/* Sets up the exchange of op's own header in the given form and tag phase,
+ * with count elements of payload from data (NULL when count is 0) reduced
+ * with zop over all ranks. Returns ZAP_OK, or ZAP_ERR_NO_MEMORY when the
+ * payload needs pool scratch and there is none. */
+zap_status_t zap_coll_agree_init(zap_coll_op_t *op, zap_coll_form_t form, int phase, const void *data, size_t count,
+                                 zap_dtype_t dt, zap_op_t zop);
+/* The same exchange as a broadcast of bytes from root (data read on the root
+ * only): in recursive doubling a side sends its payload only once its
+ * subcube holds the root's data, so the agreement and the broadcast share
+ * log2(p) rounds. Not in the flat form. */
+zap_status_t zap_coll_agree_init_bcast(zap_coll_op_t *op, zap_coll_form_t form, int phase, const void *data,
+                                       size_t bytes, int root);
+/* Advances it: ZAP_INPROGRESS, ZAP_OK (arguments agree), ZAP_ERR_MISMATCH
+ * (logged once with the differing field) or a transport error. */
+zap_status_t zap_coll_agree_progress(zap_coll_op_t *op);
+/* The payload after ZAP_OK. */
+void *zap_coll_agree_result(zap_coll_op_t *op);
+/* Releases the exchange's pool buffer (done by the engine at the end). */
+void zap_coll_agree_release(zap_coll_op_t *op);
+
+/* A blocking exchange that carries a payload (count elements of dt, reduced
+ * with zop) with a header of kind: zap's own agreements (communicator ids).
+ * Recursive doubling, whatever the communicator's settings. */
+zap_status_t zap_coll_agree_allreduce(zap_comm_t *comm, zap_coll_kind_t kind, const void *in, void *out,
+                                      size_t count, zap_dtype_t dt, zap_op_t zop);
+
+/* --- shared by the forms (agree.c) ------------------------------------------ */
+/* acc's min/max fields and lanes widened by in's. */
+void zap_coll_agree_merge(zap_coll_hdr_t *acc, const zap_coll_hdr_t *in);
+/* acc = lower op higher, where acc is one of them and the other is the
+ * received message; a malformed message only marks the header bad. */
+zap_status_t zap_coll_agree_combine(zap_coll_op_t *op, bool in_is_lower);
+/* ZAP_OK, or ZAP_ERR_MISMATCH logged with the differing field. */
+zap_status_t zap_coll_agree_verdict(zap_coll_op_t *op);
+zap_status_t zap_coll_agree_rd_progress(zap_coll_op_t *op);
+zap_status_t zap_coll_agree_flat_setup(zap_coll_op_t *op, const void *data);
+zap_status_t zap_coll_agree_flat_progress(zap_coll_op_t *op);
+/* The shared-memory form: setup takes the exchange's number in the segment
+ * (or keeps the one op reserved and has not published yet); progress
+ * publishes this rank's slot when it may and waits for the others. */
+zap_status_t zap_coll_agree_shm_setup(zap_coll_op_t *op, bool reserved);
+zap_status_t zap_coll_agree_shm_progress(zap_coll_op_t *op);
+#endif

@@ -1,0 +1,20 @@
+/* The allreduce's algorithms, for its table (allreduce.c): one file each.
+ * Every init reads the call from op->args and follows engine/select.h's
+ * contract (ZAP_ERR_UNSUPPORTED: cannot run this call). */
+#ifndef ZAP_COLL_ALLREDUCE_H
+#define ZAP_COLL_ALLREDUCE_H
+#include "coll/engine/op.h"
+
+/* Indices in the table, in ZAP_ALLREDUCE_ALG's order after "auto". */
+enum { ZAP_AR_RD, ZAP_AR_RABENSEIFNER, ZAP_AR_RING, ZAP_AR_DIRECT, ZAP_AR_SHM, ZAP_AR_CMA, ZAP_AR_GPU, ZAP_AR_NALGS };
+
+zap_status_t zap_allreduce_rd_init(zap_coll_op_t *op);           /* allreduce_rd.c */
+zap_status_t zap_allreduce_rabenseifner_init(zap_coll_op_t *op); /* allreduce_rabenseifner.c */
+zap_status_t zap_allreduce_ring_init(zap_coll_op_t *op);         /* allreduce_ring.c */
+zap_status_t zap_allreduce_direct_init(zap_coll_op_t *op);       /* allreduce_direct.c: needs the flat form */
+zap_status_t zap_allreduce_shm_init(zap_coll_op_t *op);          /* allreduce_shm.c, allreduce_shm_large.c */
+zap_status_t zap_allreduce_shm_large_init(zap_coll_op_t *op);
+zap_status_t zap_allreduce_cma_init(zap_coll_op_t *op);          /* allreduce_cma.c */
+/* The single-copy allreduce's vote: this rank's buffers are host memory. */
+bool zap_allreduce_cma_vote(const zap_coll_op_t *op);
+#endif

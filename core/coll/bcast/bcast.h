@@ -1,0 +1,16 @@
+/* The broadcast's algorithms, for its table (bcast.c): one file each. Every
+ * init reads the call from op->args (dst: the buffer, bytes, root) and
+ * follows engine/select.h's contract. */
+#ifndef ZAP_COLL_BCAST_H
+#define ZAP_COLL_BCAST_H
+#include "coll/engine/op.h"
+
+/* Indices in the table, in ZAP_BCAST_ALG's order after "auto". */
+enum { ZAP_BC_BINOMIAL, ZAP_BC_SCATTER_ALLGATHER, ZAP_BC_CHAIN, ZAP_BC_RD, ZAP_BC_SHM, ZAP_BC_GPU, ZAP_BC_NALGS };
+
+zap_status_t zap_bcast_binomial_init(zap_coll_op_t *op);          /* bcast_binomial.c */
+zap_status_t zap_bcast_scatter_allgather_init(zap_coll_op_t *op); /* bcast_scatter_allgather.c */
+zap_status_t zap_bcast_chain_init(zap_coll_op_t *op);             /* bcast_chain.c */
+zap_status_t zap_bcast_rd_init(zap_coll_op_t *op);                /* bcast_rd.c */
+zap_status_t zap_bcast_shm_init(zap_coll_op_t *op);               /* bcast_shm.c */
+#endif

@@ -1,0 +1,16 @@
+/* Test hooks of the collectives, for suites that need what the public API
+ * does not offer; C and C++ (the suites are C++). Not for programs. */
+#ifndef ZAP_COLL_TEST_H
+#define ZAP_COLL_TEST_H
+#include "zap/coll.h"
+
+ZAP_BEGIN_DECLS
+/* Forces collective's ("allreduce", "bcast") algorithm to name ("auto": the
+ * automatic choice) from comm's next call on, as params would have at
+ * creation: for the suites that switch algorithms between calls on one
+ * communicator, where its shared segment's order is what they test. Every
+ * rank must make the same change at the same point of its calls. Returns
+ * ZAP_OK; ZAP_ERR_INVALID_PARAM (logged) for an unknown collective or name. */
+zap_status_t zap_coll_test_force(zap_comm_t *comm, const char *collective, const char *name);
+ZAP_END_DECLS
+#endif

@@ -1,0 +1,104 @@
+/* Local data work by memory kind (mem.h). */
+#include "coll/engine/mem.h"
+#include "coll/reduce/reduce.h"
+#include "base/log.h"
+#include "cuda_coll.h"
+#include <stdatomic.h>
+#include <string.h>
+
+/* Scratch for collectives on host data while the transport's pool is managed
+ * memory (the default where a GPU exists). The CPU writes such scratch, so its
+ * pages are on the host, but the UCX transport cannot know that and prefetches
+ * every managed buffer to the host before sending it: a CUDA call and a
+ * stream sync per message, which made small and medium host collectives
+ * several times slower than Open MPI on a GPU host (docs/collectives.md,
+ * "Memory"). Host scratch skips that. One pool per process, made on first use
+ * and left for process exit (it is reachable, not leaked). */
+static _Atomic(zap_pool_t *) host_scratch_pool;
+
+static zap_pool_t *coll_host_scratch_pool(void)
+{
+    zap_pool_t *p = atomic_load_explicit(&host_scratch_pool, memory_order_acquire);
+    if (p != NULL)
+        return p;
+    zap_pool_params_t params = {.backend = ZAP_POOL_BACKEND_HOST, .name = "coll-host-scratch"};
+    if (zap_pool_create(&params, &p) != ZAP_OK)
+        return NULL;
+    zap_pool_t *expected = NULL;
+    if (!atomic_compare_exchange_strong(&host_scratch_pool, &expected, p)) {
+        (void)zap_pool_destroy(p);
+        p = expected;
+    }
+    return p;
+}
+
+zap_status_t zap_coll_scratch(zap_coll_op_t *op, zap_buf_t *buf, size_t size)
+{
+    if (size == 0) {
+        memset(buf, 0, sizeof(*buf));
+        return ZAP_OK;
+    }
+    if ((op->mem == ZAP_MEM_HOST || op->mem == ZAP_MEM_PINNED) &&
+        zap_pool_kind(zap_transport_pool(op->comm->t)) == ZAP_MEM_MANAGED) {
+        zap_pool_t *hp = coll_host_scratch_pool();
+        if (hp != NULL && zap_pool_alloc(hp, size, buf) == ZAP_OK)
+            return ZAP_OK;
+    }
+    zap_status_t st = zap_transport_alloc(op->comm->t, size, buf);
+    if (st != ZAP_OK)
+        zap_error("coll: rank %d: no scratch buffer of %zu bytes from the transport pool (%s)", op->comm->rank,
+                  size, zap_status_string(st));
+    return st;
+}
+
+void zap_coll_copy(const zap_coll_op_t *op, void *dst, const void *src, size_t bytes)
+{
+    if (bytes == 0 || dst == src)
+        return;
+    if (op->mem == ZAP_MEM_DEVICE || op->mem == ZAP_MEM_MANAGED) {
+        if (zap_cuda_copy(dst, src, bytes) == ZAP_OK)
+            return;
+    }
+    memcpy(dst, src, bytes);
+}
+
+zap_status_t zap_coll_reduce(const zap_coll_op_t *op, zap_dtype_t dt, zap_op_t zop, void *dst, const void *a,
+                             const void *b, size_t count)
+{
+    if (count == 0)
+        return ZAP_OK;
+    if (op->mem == ZAP_MEM_DEVICE || op->mem == ZAP_MEM_MANAGED)
+        return zap_cuda_reduce(dt, zop, dst, a, b, count);
+    zap_reduce_cpu(dt, zop, dst, a, b, count);
+    return ZAP_OK;
+}
+
+zap_mem_kind_t zap_coll_mem_kind(zap_comm_t *comm, const void *ptr, size_t len)
+{
+    if (ptr == NULL || len == 0)
+        return ZAP_MEM_HOST;
+    zap_pool_region_t region;
+    zap_mem_kind_t kind;
+    if (zap_pool_lookup(zap_transport_pool(comm->t), ptr, len, -1, &region) == ZAP_OK)
+        kind = region.kind;
+    else
+        kind = zap_cuda_ptr_kind(ptr);
+    return kind == ZAP_MEM_PINNED ? ZAP_MEM_HOST : kind;
+}
+
+/* The pipeline setting's default, and the cap of a per-size choice. */
+#define SEGMENT_DEFAULT ((size_t)256 << 10)
+
+size_t zap_coll_segment_bytes(const zap_comm_t *comm, size_t unit_bytes, size_t div, size_t lo, size_t hi)
+{
+    if (comm->set.pipeline_bytes != 0)
+        return comm->set.pipeline_bytes;
+    if (hi > SEGMENT_DEFAULT)
+        hi = SEGMENT_DEFAULT;
+    if (lo > hi)
+        lo = hi;
+    size_t want = unit_bytes / (div ? div : 1), seg = lo;
+    while (seg * 2 <= want && seg * 2 <= hi)
+        seg *= 2;
+    return seg < hi ? seg : hi;
+}

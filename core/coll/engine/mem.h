@@ -1,0 +1,33 @@
+/* Local data work of the collectives, dispatched by memory kind: scratch
+ * buffers, copies and reductions (host and pinned data on the CPU, managed
+ * and device data through cuda/coll), the kind of a user buffer, and the
+ * segment size of pipelined algorithms. */
+#ifndef ZAP_COLL_ENGINE_MEM_H
+#define ZAP_COLL_ENGINE_MEM_H
+#include <stddef.h>
+#include "coll/comm_impl.h"
+#include "coll/engine/op.h"
+
+/* Scratch for op (size 0 gives an empty buffer): a host pool when op's data
+ * is host memory and the transport's pool is managed memory, else the
+ * transport's pool. Logged on failure. */
+zap_status_t zap_coll_scratch(zap_coll_op_t *op, zap_buf_t *buf, size_t size);
+
+/* dst = src (bytes), or dst = a op b (count elements), by op's memory kind.
+ * dst may equal src, a or b. */
+void zap_coll_copy(const zap_coll_op_t *op, void *dst, const void *src, size_t bytes);
+zap_status_t zap_coll_reduce(const zap_coll_op_t *op, zap_dtype_t dt, zap_op_t zop, void *dst, const void *a,
+                             const void *b, size_t count);
+
+/* Memory kind of the user buffer [ptr, ptr+len): the transport pool's kind
+ * when the buffer is pool memory, else what CUDA reports (host without CUDA);
+ * pinned counts as host. */
+zap_mem_kind_t zap_coll_mem_kind(zap_comm_t *comm, const void *ptr, size_t len);
+
+/* The segment a pipelined algorithm uses for units (ring blocks, chain
+ * messages, large shared-memory chunks) of unit_bytes: the communicator's
+ * pipeline setting when set; otherwise the largest power of two from lo up to
+ * unit_bytes / div, at most hi (and at most the setting's default, 256 KiB).
+ * docs/collectives.md, "Selection", says why each caller picks its bounds. */
+size_t zap_coll_segment_bytes(const zap_comm_t *comm, size_t unit_bytes, size_t div, size_t lo, size_t hi);
+#endif

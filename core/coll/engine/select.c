@@ -1,0 +1,283 @@
+/* Posting a collective and choosing its algorithm (select.h): the
+ * predicates of a call, the candidate list, the first init and the fallback
+ * to the next candidate; the public view of the tables. */
+#include "coll/engine/select.h"
+#include "coll/engine/mem.h"
+#include "coll/shm/shm.h"
+#include "base/log.h"
+#include "cuda_coll.h"
+#include <string.h>
+
+const zap_coll_desc_t *const zap_coll_descs[] = {&zap_allreduce_desc, &zap_bcast_desc, &zap_scatterv_desc,
+                                                 &zap_allgatherv_desc, &zap_barrier_desc};
+const int zap_coll_ndescs = (int)(sizeof(zap_coll_descs) / sizeof(zap_coll_descs[0]));
+
+/* Votes are decided by the agreement, not by the call's predicates. */
+#define VOTED (ZAP_COLL_PRED_HOST_MEMORY | ZAP_COLL_PRED_GPU_MEMORY)
+/* The GPU path moves data between the staging slots of at most this many
+ * ranks (two requests per peer in one round). */
+#define GPU_PATH_MAX_RANKS 8
+
+/* Whether this rank wants the GPU path for a call of bytes: the setting
+ * allows the size and a device is visible. Local: another rank may say
+ * otherwise, and the path's vote settles it. */
+static bool gpu_path_wanted(const zap_comm_t *comm, size_t bytes)
+{
+    const zap_coll_settings_t *set = &comm->set;
+    if (bytes == 0 || set->gpu_path == ZAP_COLL_GPU_OFF || comm->size < 2 || comm->size > GPU_PATH_MAX_RANKS)
+        return false;
+    return (set->gpu_path == ZAP_COLL_GPU_IPC || bytes >= set->gpu_min_bytes) && zap_stage_device_present();
+}
+
+static uint32_t call_predicates(const zap_comm_t *comm, size_t bytes, zap_coll_form_t form)
+{
+    uint32_t preds = 0;
+    if (comm->shm != NULL) {
+        if (form == ZAP_COLL_FORM_SHM)
+            preds |= ZAP_COLL_PRED_SAME_HOST;
+        if (bytes <= comm->shm_bytes)
+            preds |= ZAP_COLL_PRED_FITS_SHM;
+        if (comm->shm->cma)
+            preds |= ZAP_COLL_PRED_SINGLE_COPY;
+    }
+    if (comm->oversubscribed)
+        preds |= ZAP_COLL_PRED_OVERSUBSCRIBED;
+    if (form == ZAP_COLL_FORM_FLAT)
+        preds |= ZAP_COLL_PRED_FLAT;
+    if (gpu_path_wanted(comm, bytes))
+        preds |= ZAP_COLL_PRED_GPU_PATH;
+    return preds;
+}
+
+static bool holds(uint32_t require, uint32_t forbid, uint32_t preds)
+{
+    return (require & ~VOTED & ~preds) == 0 && (forbid & preds) == 0;
+}
+
+static bool row_holds(const zap_coll_desc_t *desc, const zap_coll_row_t *row, int ranks, size_t bytes, uint32_t preds)
+{
+    return ranks >= row->min_ranks && ranks <= row->max_ranks && bytes >= row->min_bytes &&
+           (bytes < row->max_bytes || row->max_bytes == SIZE_MAX) &&
+           holds(row->require | desc->algs[row->alg].require, row->forbid, preds);
+}
+
+static bool listed(const uint8_t *cand, int n, int alg)
+{
+    for (int i = 0; i < n; i++)
+        if (cand[i] == alg)
+            return true;
+    return false;
+}
+
+int zap_coll_candidates(const zap_coll_desc_t *desc, const zap_comm_t *comm, size_t bytes, zap_coll_form_t form,
+                        int force, uint8_t *cand)
+{
+    uint32_t preds = call_predicates(comm, bytes, form);
+    int n = 0, p = comm->size, gpu = -1;
+    if (force >= 0 && holds(desc->algs[force].require, 0, preds))
+        cand[n++] = (uint8_t)force;
+    for (int i = 0; i < desc->nrows && n < ZAP_COLL_MAX_CANDS - 1; i++) {
+        const zap_coll_row_t *row = &desc->rows[i];
+        const zap_coll_alg_t *a = &desc->algs[row->alg];
+        if ((force >= 0 && (a->require & ZAP_COLL_PRED_SINGLE_COPY)) || !row_holds(desc, row, p, bytes, preds))
+            continue;
+        if (a->local) {
+            gpu = gpu < 0 ? row->alg : gpu;
+            continue;
+        }
+        if (!listed(cand, n, row->alg))
+            cand[n++] = row->alg;
+        /* An algorithm that needs nothing of the communicator never declines:
+         * the rows after it could not be reached. */
+        if (a->require == 0 && a->vote_lane == 0)
+            break;
+    }
+    /* The GPU path goes first, unless the first candidate carries the
+     * agreement in this call's data (its vote could not be read before the
+     * data moved). */
+    if (gpu >= 0 && n > 0 && bytes > desc->algs[cand[0]].agrees_in_data) {
+        memmove(cand + 1, cand, (size_t)n);
+        cand[0] = (uint8_t)gpu;
+        n++;
+    }
+    return n;
+}
+
+int zap_coll_alg_find(const zap_coll_desc_t *desc, const char *name)
+{
+    for (int a = 0; a < desc->nalgs; a++)
+        if (desc->algs[a].by_name && strcmp(desc->algs[a].name, name) == 0)
+            return a;
+    return -1;
+}
+
+/* The algorithm the header names when candidate i runs: the first from i on
+ * whose choice every rank with these arguments makes alike. */
+static int header_alg(const zap_coll_op_t *op, int i)
+{
+    for (int j = i; j < op->ncand; j++)
+        if (!op->desc->algs[op->cand[j]].local)
+            return op->cand[j];
+    return op->cand[i];
+}
+
+static void no_candidate(const zap_coll_op_t *op)
+{
+    zap_error("coll: rank %d: %s: no algorithm can run this call (communicator %u, sequence %llu)", op->comm->rank,
+              op->desc->name, zap_coll_comm_id(op->comm), (unsigned long long)op->seq);
+}
+
+/* op's candidates: the memo of its collective's last call when the size is
+ * the same, else the table's (remembered for the next call). */
+static void choose(zap_coll_op_t *op, const zap_coll_desc_t *desc, zap_comm_t *comm, bool *votes_p)
+{
+    zap_coll_cands_memo_t *m = &comm->memo[desc->kind];
+    if (m->n == 0 || m->bytes != op->args.bytes) {
+        _Static_assert(sizeof(m->cand) == ZAP_COLL_MAX_CANDS, "the memo holds a whole list");
+        m->n = (uint8_t)zap_coll_candidates(desc, comm, op->args.bytes, op->form, comm->set.alg[desc->kind], m->cand);
+        m->bytes = op->args.bytes;
+        m->votes = 0;
+        for (int i = 0; i < m->n; i++)
+            m->votes |= desc->algs[m->cand[i]].vote_lane != 0;
+    }
+    op->ncand = m->n;
+    memcpy(op->cand, m->cand, sizeof(op->cand));
+    *votes_p = m->votes != 0;
+}
+
+void zap_coll_op_begin(zap_coll_op_t *op)
+{
+    const zap_coll_desc_t *desc = op->desc;
+    zap_comm_t *comm = op->comm;
+    const zap_coll_args_t *a = &op->args;
+    op->form = desc->form != NULL ? desc->form(comm) : ZAP_COLL_FORM_RD;
+    if (op->local_error != ZAP_OK) {
+        /* Take part in the argument exchange with the header marked bad, so
+         * the other ranks learn of it instead of waiting. */
+        op->alg = 0xff;
+        zap_coll_agree_header(op, a->hdr_count, a->dt, a->op, a->root, 0, true);
+        zap_coll_op_fail_local(op, op->local_error);
+        return;
+    }
+    op->mem = a->mem;
+    bool votes = false;
+    choose(op, desc, comm, &votes);
+    op->alg = op->ncand > 0 ? header_alg(op, 0) : 0;
+    zap_coll_agree_header(op, a->hdr_count, a->dt, a->op, a->root, a->hdr_extra, false);
+    for (int i = 0; votes && i < op->ncand; i++) {
+        const zap_coll_alg_t *alg = &desc->algs[op->cand[i]];
+        if (alg->vote_lane != 0)
+            zap_coll_agree_vote(op, alg->vote_lane, alg->vote(op));
+    }
+    zap_status_t st = ZAP_ERR_UNSUPPORTED;
+    for (int i = 0; i < op->ncand && st == ZAP_ERR_UNSUPPORTED; i++) {
+        op->icand = (uint8_t)i;
+        if (i > 0) /* the first declined: the header names what runs instead */
+            zap_coll_agree_set_alg(op, header_alg(op, i));
+        op->alg = op->cand[i];
+        st = desc->algs[op->alg].init(op);
+    }
+    if (st == ZAP_ERR_UNSUPPORTED)
+        no_candidate(op);
+    if (st == ZAP_OK && !op->agreeing) {
+        st = zap_coll_agree_init(op, op->form, 0, NULL, 0, a->dt, a->op);
+        op->agreeing = st == ZAP_OK;
+    }
+    if (st != ZAP_OK)
+        zap_coll_op_fail_local(op, st);
+}
+
+zap_status_t zap_coll_post(zap_comm_t *comm, const zap_coll_desc_t *desc, const zap_coll_args_t *args,
+                           zap_status_t local, zap_request_t **req_p)
+{
+    zap_coll_op_t *op = NULL;
+    zap_status_t st = zap_coll_op_get(comm, desc->kind, &op);
+    if (st != ZAP_OK)
+        return st;
+    op->desc = desc;
+    op->args = *args;
+    op->local_error = local;
+    if (desc->needs_setup && comm->setup != ZAP_COLL_SETUP_DONE && comm->setup != ZAP_COLL_SETUP_FAILED) {
+        /* The first call that reads what the setup agrees: the setup goes
+         * ahead of it (every rank makes the same calls, so every rank's setup
+         * takes the same place), and the call begins once it is done. */
+        if (comm->setup == ZAP_COLL_SETUP_NEEDED && (st = zap_coll_setup_post(comm, NULL)) != ZAP_OK) {
+            comm->setup = ZAP_COLL_SETUP_FAILED;
+            comm->setup_status = st;
+        }
+        op->deferred = true;
+    } else {
+        if (comm->setup == ZAP_COLL_SETUP_FAILED && desc->needs_setup && op->local_error == ZAP_OK)
+            op->local_error = comm->setup_status;
+        zap_coll_op_begin(op);
+    }
+    zap_coll_op_start(op, req_p);
+    return ZAP_OK;
+}
+
+/* The candidate after the running one that can run the agreed call. */
+zap_status_t zap_coll_fall_back(zap_coll_op_t *op)
+{
+    const zap_coll_desc_t *desc = op->desc;
+    if (op->scratch.handle != 0)
+        (void)zap_buf_free(&op->scratch);
+    if (op->scratch2.handle != 0)
+        (void)zap_buf_free(&op->scratch2);
+    if (op->release != NULL) {
+        op->release(op);
+        op->release = NULL;
+    }
+    for (;;) {
+        if (op->icand + 1 >= op->ncand) {
+            no_candidate(op);
+            return ZAP_ERR_UNSUPPORTED;
+        }
+        op->icand++;
+        op->alg = op->cand[op->icand];
+        const zap_coll_alg_t *a = &desc->algs[op->alg];
+        op->progress = NULL;
+        zap_status_t st = a->init(op);
+        if (st == ZAP_ERR_UNSUPPORTED)
+            continue;
+        if (st != ZAP_OK)
+            return st;
+        return op->progress != NULL ? op->progress(op) : ZAP_OK;
+    }
+}
+
+/* --- the public view ------------------------------------------------------- */
+
+size_t zap_coll_selection_table(zap_coll_selection_row_t *rows, size_t cap)
+{
+    size_t n = 0;
+    for (int d = 0; d < zap_coll_ndescs; d++) {
+        const zap_coll_desc_t *desc = zap_coll_descs[d];
+        for (int i = 0; i < desc->nrows; i++, n++) {
+            if (rows == NULL || n >= cap)
+                continue;
+            const zap_coll_row_t *r = &desc->rows[i];
+            const zap_coll_alg_t *a = &desc->algs[r->alg];
+            rows[n] = (zap_coll_selection_row_t){desc->name, a->name,   r->min_ranks, r->max_ranks, r->min_bytes,
+                                                 r->max_bytes, r->require | a->require, r->forbid, r->rule};
+        }
+    }
+    return n;
+}
+
+const char *zap_coll_auto_algorithm(const char *collective, size_t bytes, int ranks)
+{
+    if (collective == NULL || ranks < 1)
+        return NULL;
+    for (int d = 0; d < zap_coll_ndescs; d++) {
+        const zap_coll_desc_t *desc = zap_coll_descs[d];
+        if (strcmp(desc->name, collective) != 0)
+            continue;
+        for (int i = 0; i < desc->nrows; i++) {
+            const zap_coll_row_t *r = &desc->rows[i];
+            if (!desc->algs[r->alg].local && row_holds(desc, r, ranks, bytes, 0))
+                return desc->algs[r->alg].name;
+        }
+        return NULL;
+    }
+    return NULL;
+}
