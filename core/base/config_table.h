@@ -30,6 +30,7 @@ typedef enum zap_cfg_id {
     ZAP_CFG_COLL_SHM,
     ZAP_CFG_COLL_SHM_LARGE_BYTES,
     ZAP_CFG_COLL_CMA,
+    ZAP_CFG_COLL_HIER,
     ZAP_CFG_COUNT
 } zap_cfg_id_t;
 

@@ -127,6 +127,7 @@ typedef struct zap_comm_params {
     zap_comm_switch_t checksum;        /* ZAP_CHECKSUM: every message of the communicator carries a CRC32C */
     zap_comm_switch_t oversubscribed;  /* default: from the launcher (OMPI_COMM_WORLD_LOCAL_SIZE, ...) and the
                                           core count; agreed over the ranks (any rank oversubscribed: all) */
+    zap_comm_switch_t hier;            /* ZAP_COLL_HIER: the hosts' hierarchy where ranks span several hosts */
 } zap_comm_params_t;
 
 /* The largest context id zap_comm_create_group takes. */
@@ -176,7 +177,9 @@ enum {
     ZAP_COLL_PRED_GPU_PATH = 1u << 5,       /* this rank wants the GPU path for the size (ZAP_COLL_GPU_PATH),
                                                a device is present */
     ZAP_COLL_PRED_HOST_MEMORY = 1u << 6,    /* every rank's buffers are host memory (voted in the agreement) */
-    ZAP_COLL_PRED_GPU_MEMORY = 1u << 7      /* every rank's buffers are managed or device memory (voted) */
+    ZAP_COLL_PRED_GPU_MEMORY = 1u << 7,     /* every rank's buffers are managed or device memory (voted) */
+    ZAP_COLL_PRED_HOSTS = 1u << 8           /* the ranks span several hosts, some with several ranks, and the
+                                               call agrees through the hosts' hierarchy (ZAP_COLL_HIER) */
 };
 
 /* One row of the selection table (zap_coll_selection_table): the automatic

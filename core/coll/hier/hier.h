@@ -1,0 +1,59 @@
+/* The hosts' hierarchy of a communicator whose ranks span several hosts
+ * (docs/collectives.md, "Across hosts"): its topology (topo.h), and the
+ * communicators the hierarchical algorithms run their stages on, made from
+ * the parent's ranks with zap's own ids and no UCX transport of their own:
+ *
+ *   node     this host's ranks, in the parent's rank order (NULL where a
+ *            host has one rank). One host: the shared segment and the
+ *            single-copy allreduce serve it where they are allowed.
+ *   leaders  local rank s of every host, for this rank's s when every host
+ *            has more than s ranks (s below `slices`, the smallest host's
+ *            rank count), else NULL. Local rank 0 is the host's leader; the
+ *            multi-leader allreduce gives slice s of a large vector to the
+ *            leaders' communicator of local rank s.
+ *
+ * Every rank finds the same topology from the transport's host identities,
+ * without a message, at the first collective that asks (creation costs
+ * nothing more); the communicators are made at the first call that needs
+ * them. Their ids were agreed with the parent's: zap_comm_create and
+ * zap_comm_split reserve two after the parent's own, a group communicator
+ * agrees on two in its setup (comm_setup.c). The node's communicators of
+ * different hosts share an id, as do the leaders' of different local ranks:
+ * they have no member in common. */
+#ifndef ZAP_COLL_HIER_HIER_H
+#define ZAP_COLL_HIER_HIER_H
+#include <stdbool.h>
+#include "coll/comm_impl.h"
+#include "coll/hier/topo.h"
+
+typedef struct zap_coll_hier {
+    zap_coll_topo_t *topo;
+    int host, local, nlocal; /* this rank's host, its index there, its host's rank count */
+    int leader;              /* this host's local rank 0, as a rank of the parent */
+    int slices;              /* leaders' communicators: one per local rank below this */
+    bool children;           /* node and leaders made (or failed: children_status) */
+    zap_status_t children_status;
+    zap_comm_t *node;
+    zap_comm_t *leaders;
+} zap_coll_hier_t;
+
+/* Whether comm's collectives go through the hosts' hierarchy: the setting
+ * allows it and the ranks span several hosts, some with more than one rank.
+ * Decided once (the topology is built then and kept in comm->hier); the same
+ * on every rank. */
+bool zap_coll_hier_layered(zap_comm_t *comm);
+
+/* Makes comm's node and leaders' communicators (once; later calls return
+ * the first outcome). Local: sends nothing. comm must be layered.
+ * ZAP_ERR_NO_MEMORY, or ZAP_ERR_INVALID_PARAM when comm has no ids agreed for
+ * them (not expected: every layered communicator gets them). */
+zap_status_t zap_coll_hier_children(zap_comm_t *comm);
+
+/* Destroys what zap_coll_hier_layered and zap_coll_hier_children made. */
+void zap_coll_hier_free(zap_comm_t *comm);
+
+/* comm.c: a communicator over ranks (of parent) with the full context ctx
+ * and parent's settings, without a hierarchy of its own; local, as a group
+ * communicator. */
+zap_status_t zap_coll_comm_child(zap_comm_t *parent, const int *ranks, int n, uint32_t ctx, zap_comm_t **comm_p);
+#endif
