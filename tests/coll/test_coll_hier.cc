@@ -459,3 +459,148 @@ TEST(HierBarrier, NoRankLeavesBeforeEveryRankEntered)
         }
     }
 }
+
+// --- scatter(v) and allgather(v) ----------------------------------------------------
+
+namespace {
+// Counts with zeros and uneven sizes: rank r gets (r * 37 + seed) % 5 * k elements.
+std::vector<size_t> uneven_counts(int n, size_t k, int seed)
+{
+    std::vector<size_t> c(n);
+    for (int r = 0; r < n; r++)
+        c[r] = (size_t)((r * 37 + seed) % 5) * k;
+    return c;
+}
+std::vector<size_t> displs_of(const std::vector<size_t> &counts, size_t gap)
+{
+    std::vector<size_t> d(counts.size());
+    size_t at = 0;
+    for (size_t r = counts.size(); r-- > 0;) { // reversed order, with gaps: displacements need not follow ranks
+        d[r] = at;
+        at += counts[r] + gap;
+    }
+    return d;
+}
+} // namespace
+
+TEST(HierScatterv, EveryRootAndUnevenCountsArriveIntact)
+{
+    for (const Layout &l : layouts()) {
+        HostWorld w(l);
+        for (size_t k : {(size_t)1, (size_t)3000}) {
+            auto counts = uneven_counts(w.n, k, (int)k);
+            auto displs = displs_of(counts, 2);
+            size_t span = displs[0] + counts[0] + 2;
+            std::vector<int32_t> src(span);
+            for (size_t i = 0; i < span; i++)
+                src[i] = (int32_t)(i * 2654435761u);
+            for (int root = 0; root < w.n; root++) {
+                std::vector<std::vector<int32_t>> out(w.n, std::vector<int32_t>(5 * k + 1, -7));
+                auto st = w.each([&](int r) {
+                    return zap_scatterv(w.c[r], r == root ? src.data() : nullptr, r == root ? counts.data() : nullptr,
+                                        r == root ? displs.data() : nullptr, out[r].data(), 5 * k, ZAP_DT_INT32, root);
+                });
+                for (int r = 0; r < w.n; r++) {
+                    ASSERT_EQ(st[r], ZAP_OK) << l.name << " root " << root << " rank " << r;
+                    for (size_t i = 0; i < counts[r]; i++)
+                        ASSERT_EQ(out[r][i], src[displs[r] + i]) << l.name << " root " << root << " rank " << r;
+                    ASSERT_EQ(out[r][counts[r]], -7) << "overflow";
+                }
+            }
+        }
+    }
+}
+
+TEST(HierScatterv, EachHostReceivesItsShareOnce)
+{
+    Layout l = block("2+2+3", {2, 2, 3});
+    HostWorld w(l);
+    size_t k = 10000;
+    std::vector<int64_t> src(k * w.n, 5);
+    std::vector<std::vector<int64_t>> out(w.n, std::vector<int64_t>(k));
+    for (int root : {0, 6}) {
+        auto before = w.xhost_all();
+        auto st = w.each([&](int r) { return zap_scatter(w.c[r], src.data(), out[r].data(), k, ZAP_DT_INT64, root); });
+        for (int r = 0; r < w.n; r++)
+            ASSERT_EQ(st[r], ZAP_OK);
+        auto host = per_host(l, before, w.xhost_all());
+        uint64_t total = std::accumulate(host.begin(), host.end(), (uint64_t)0);
+        int root_host = (int)l.hosts[root];
+        int others = 0;
+        for (uint64_t hh : l.hosts)
+            others += (int)hh != root_host;
+        double bound = (double)others * (double)(k * 8);
+        EXPECT_GE((double)total, bound);
+        EXPECT_LE((double)total, 1.01 * bound + 4096) << "root " << root;
+    }
+}
+
+TEST(HierScatterv, ACapacityTooSmallIsReportedOnEveryHost)
+{
+    HostWorld w(block("2x3", {3, 3}));
+    std::vector<size_t> counts(w.n, 4);
+    counts[4] = 9; // rank 4 has room for 4
+    std::vector<size_t> displs(w.n);
+    for (int r = 0; r < w.n; r++)
+        displs[r] = (size_t)r * 10;
+    std::vector<int32_t> src(10 * w.n, 1);
+    std::vector<std::vector<int32_t>> out(w.n, std::vector<int32_t>(9));
+    LogCapture cap;
+    auto st = w.each([&](int r) {
+        return zap_scatterv(w.c[r], src.data(), counts.data(), displs.data(), out[r].data(), 4, ZAP_DT_INT32, 1);
+    });
+    for (int r = 0; r < w.n; r++)
+        EXPECT_EQ(st[r], r == 4 ? ZAP_ERR_INVALID_PARAM : ZAP_ERR_MISMATCH) << "rank " << r;
+}
+
+TEST(HierAllgatherv, UnevenCountsAndInPlaceLandEverywhere)
+{
+    for (const Layout &l : layouts()) {
+        HostWorld w(l);
+        for (size_t k : {(size_t)1, (size_t)2500}) {
+            auto counts = uneven_counts(w.n, k, 3);
+            auto displs = displs_of(counts, 1);
+            size_t span = displs[0] + counts[0] + 1;
+            for (bool in_place : {false, true}) {
+                std::vector<std::vector<uint16_t>> mine(w.n), out(w.n, std::vector<uint16_t>(span, 0xBEEF));
+                for (int r = 0; r < w.n; r++) {
+                    mine[r].resize(counts[r]);
+                    for (size_t i = 0; i < counts[r]; i++)
+                        mine[r][i] = (uint16_t)(r * 1000 + i);
+                    if (in_place)
+                        std::copy(mine[r].begin(), mine[r].end(), out[r].begin() + displs[r]);
+                }
+                auto st = w.each([&](int r) {
+                    return zap_allgatherv(w.c[r], in_place ? ZAP_IN_PLACE : mine[r].data(), counts[r], out[r].data(),
+                                          counts.data(), displs.data(), ZAP_DT_UINT16);
+                });
+                for (int r = 0; r < w.n; r++) {
+                    ASSERT_EQ(st[r], ZAP_OK) << l.name << " rank " << r;
+                    for (int q = 0; q < w.n; q++)
+                        for (size_t i = 0; i < counts[q]; i++)
+                            ASSERT_EQ(out[r][displs[q] + i], (uint16_t)(q * 1000 + i))
+                                << l.name << " rank " << r << " block " << q << " in place " << in_place;
+                }
+            }
+        }
+    }
+}
+
+TEST(HierAllgatherv, EachHostReceivesTheOthersBlocksOnce)
+{
+    for (const Layout &l : {block("2x3", {3, 3}), block("3x2", {2, 2, 2}), cyclic("2+2+3-cyclic", {2, 2, 3})}) {
+        HostWorld w(l);
+        size_t k = 20000;
+        std::vector<std::vector<int32_t>> out(w.n, std::vector<int32_t>(k * w.n));
+        std::vector<int32_t> mine(k, 3);
+        auto before = w.xhost_all();
+        auto st = w.each([&](int r) { return zap_allgather(w.c[r], mine.data(), k, out[r].data(), ZAP_DT_INT32); });
+        for (int r = 0; r < w.n; r++)
+            ASSERT_EQ(st[r], ZAP_OK);
+        auto host = per_host(l, before, w.xhost_all());
+        uint64_t total = std::accumulate(host.begin(), host.end(), (uint64_t)0);
+        double bound = (double)(l.nhosts() - 1) * (double)(k * 4 * w.n);
+        EXPECT_GE((double)total, bound) << l.name;
+        EXPECT_LE((double)total, 1.01 * bound + 8192) << l.name;
+    }
+}

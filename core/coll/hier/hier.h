@@ -52,6 +52,11 @@ zap_status_t zap_coll_hier_children(zap_comm_t *comm);
 /* Destroys what zap_coll_hier_layered and zap_coll_hier_children made. */
 void zap_coll_hier_free(zap_comm_t *comm);
 
+/* The hierarchical forms of the collectives without a header of their own
+ * (scatter/scatter_hier.c, allgather/allgather_hier.c). */
+zap_status_t zap_scatterv_hier_init(zap_coll_op_t *op);
+zap_status_t zap_allgatherv_hier_init(zap_coll_op_t *op);
+
 /* comm.c: a communicator over ranks (of parent) with the full context ctx
  * and parent's settings, without a hierarchy of its own; local, as a group
  * communicator. */
