@@ -604,3 +604,44 @@ TEST(HierAllgatherv, EachHostReceivesTheOthersBlocksOnce)
         EXPECT_LE((double)total, 1.01 * bound + 8192) << l.name;
     }
 }
+
+// --- several operations at once ------------------------------------------------------
+
+TEST(Hier, OutstandingOperationsOfEveryKindCompleteWaitedInReverse)
+{
+    // Large calls post on the node's and the leaders' communicators; ranks
+    // whose operations progress in different orders must still post there
+    // in the same order.
+    for (const Layout &l : {block("2x3", {3, 3}), block("2+2+3", {2, 2, 3}), cyclic("3x2-cyclic", {2, 2, 2})}) {
+        HostWorld w(l);
+        const int nops = 8;
+        size_t count = 70000;
+        std::vector<std::vector<std::vector<int32_t>>> buf(w.n, std::vector<std::vector<int32_t>>(nops));
+        auto st = w.each([&](int r) {
+            std::vector<zap_request_t *> req(nops, nullptr);
+            for (int i = 0; i < nops; i++) {
+                size_t n = i % 3 == 2 ? 3 : count;
+                buf[r][i].assign(n, r + i);
+                zap_status_t s = i % 2 == 0 ? zap_iallreduce(w.c[r], ZAP_IN_PLACE, buf[r][i].data(), n, ZAP_DT_INT32,
+                                                             ZAP_OP_SUM, &req[i])
+                                            : zap_ibcast(w.c[r], buf[r][i].data(), n, ZAP_DT_INT32, i % w.n, &req[i]);
+                if (s != ZAP_OK)
+                    return s;
+            }
+            zap_status_t worst = ZAP_OK;
+            for (int i = nops - 1; i >= 0; i--) {
+                zap_status_t s = zap_request_wait(req[i]);
+                zap_request_free(req[i]);
+                worst = s != ZAP_OK ? s : worst;
+            }
+            return worst;
+        });
+        for (int r = 0; r < w.n; r++) {
+            ASSERT_EQ(st[r], ZAP_OK) << l.name << " rank " << r;
+            for (int i = 0; i < nops; i++) {
+                int32_t want = i % 2 == 0 ? w.n * (w.n - 1) / 2 + w.n * i : i % w.n + i;
+                ASSERT_EQ(buf[r][i].back(), want) << l.name << " rank " << r << " operation " << i;
+            }
+        }
+    }
+}

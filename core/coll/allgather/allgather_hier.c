@@ -25,6 +25,8 @@ typedef struct ag_hier {
     size_t *hcounts, *hdispls; /* the leaders' allgather: each host's pack (nhosts each) */
     char *packs;               /* every host's pack, by host (scratch2) */
     zap_request_t *req;
+    uint64_t ticket; /* its turn on the hierarchy's communicators (hier.h) */
+    bool ticketed;
 } ag_hier_t;
 _Static_assert(sizeof(ag_hier_t) <= ZAP_COLL_ALG_STATE_BYTES, "state too large");
 
@@ -36,6 +38,10 @@ static void release(zap_coll_op_t *op)
     ag_hier_t *s = (ag_hier_t *)op->alg_state;
     zap_request_free(s->req);
     s->req = NULL;
+    if (s->ticketed) {
+        zap_coll_hier_done(op->comm, s->ticket);
+        s->ticketed = false;
+    }
 }
 
 /* Packs (to_pack) or unpacks host g's blocks between the packs and recvbuf. */
@@ -77,6 +83,8 @@ static zap_status_t progress(zap_coll_op_t *op)
     for (;;) {
         switch (s->state) {
         case AH_START:
+            if (!zap_coll_hier_turn(op->comm, s->ticket))
+                return ZAP_INPROGRESS; /* an earlier operation still posts on the same communicators */
             if (h->node == NULL) {
                 if (a->src != NULL)
                     zap_coll_copy(op, (char *)a->dst + displ_of(a, op->comm->rank) * s->esize, a->src,
@@ -113,6 +121,8 @@ static zap_status_t progress(zap_coll_op_t *op)
             for (int g = 0; g < t->nhosts; g++)
                 if (g != h->host)
                     move_host(op, s, g, false);
+            zap_coll_hier_done(op->comm, s->ticket);
+            s->ticketed = false;
             s->state = AH_DONE;
             return ZAP_OK;
         case AH_DONE:
@@ -157,6 +167,9 @@ zap_status_t zap_allgatherv_hier_init(zap_coll_op_t *op)
     if ((st = zap_coll_scratch(op, &op->scratch2, s->total * s->esize)) != ZAP_OK)
         return st;
     s->packs = op->scratch2.ptr;
+    if ((st = zap_coll_hier_ticket(comm, &s->ticket)) != ZAP_OK)
+        return st;
+    s->ticketed = true;
     op->progress = progress;
     op->release = release;
     return ZAP_OK;

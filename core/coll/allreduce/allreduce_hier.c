@@ -48,6 +48,8 @@ typedef struct hier_ar {
     bool in_place;
     zap_request_t *a[2], *b[2], *c[2]; /* chunk t's requests at [t % 2] */
     size_t *counts;      /* [2][nlocal]: the allgather's counts for a whole and the last chunk; displs follow */
+    uint64_t ticket;     /* its turn on the hierarchy's communicators (hier.h) */
+    bool ticketed;
 } hier_ar_t;
 _Static_assert(sizeof(hier_ar_t) <= ZAP_COLL_ALG_STATE_BYTES, "state too large");
 
@@ -79,6 +81,10 @@ static void release(zap_coll_op_t *op)
         zap_request_free(s->b[i]);
         zap_request_free(s->c[i]);
         s->a[i] = s->b[i] = s->c[i] = NULL;
+    }
+    if (s->ticketed) {
+        zap_coll_hier_done(op->comm, s->ticket);
+        s->ticketed = false;
     }
 }
 
@@ -132,6 +138,8 @@ static zap_status_t progress_large(zap_coll_op_t *op)
     hier_ar_t *s = (hier_ar_t *)op->alg_state;
     int K = s->nchunks;
     zap_status_t st;
+    if (!zap_coll_hier_turn(op->comm, s->ticket))
+        return ZAP_INPROGRESS; /* an earlier operation still posts on the same communicators */
     for (;;) {
         int t = s->t;
         switch (s->stage) {
@@ -212,6 +220,9 @@ static zap_status_t init_large(zap_coll_op_t *op)
         size_t last = s->nchunks > 0 ? chunk_len(s, a->count, s->nchunks - 1) : 0;
         slice_table(last, s->slices, h->nlocal, s->counts + 2 * nl, s->counts + 6 * nl);
     }
+    if ((st = zap_coll_hier_ticket(comm, &s->ticket)) != ZAP_OK)
+        return st;
+    s->ticketed = true;
     op->progress = progress_large;
     op->release = release;
     return ZAP_OK;

@@ -33,6 +33,8 @@ typedef struct hier_bc {
     int root_host; /* the root's host: its index in the leaders' communicators */
     bool path_p;   /* the root's host broadcasts from the root first (P) */
     zap_request_t *first[WINDOW], *second[WINDOW];
+    uint64_t ticket; /* its turn on the hierarchy's communicators (hier.h) */
+    bool ticketed;
 } hier_bc_t;
 _Static_assert(sizeof(hier_bc_t) <= ZAP_COLL_ALG_STATE_BYTES, "state too large");
 
@@ -56,6 +58,10 @@ static void release(zap_coll_op_t *op)
         zap_request_free(s->first[i]);
         zap_request_free(s->second[i]);
         s->first[i] = s->second[i] = NULL;
+    }
+    if (s->ticketed) {
+        zap_coll_hier_done(op->comm, s->ticket);
+        s->ticketed = false;
     }
 }
 
@@ -125,6 +131,8 @@ static zap_status_t progress_large(zap_coll_op_t *op)
     actions(op, s, &first, &then);
     bool independent = h->host == s->root_host && !s->path_p; /* the root posts both at once */
     zap_status_t st;
+    if (!zap_coll_hier_turn(op->comm, s->ticket))
+        return ZAP_INPROGRESS; /* an earlier operation still posts on the same communicators */
     for (;;) {
         int t = s->t;
         switch (s->stage) {
@@ -184,6 +192,9 @@ static zap_status_t init_large(zap_coll_op_t *op)
     s->root_host = h->topo->host[a->root];
     s->path_p = root_local >= h->slices;
     s->source = s->path_p ? 0 : root_local;
+    if (zap_coll_hier_ticket(comm, &s->ticket) != ZAP_OK)
+        return ZAP_ERR_NO_RESOURCE;
+    s->ticketed = true;
     op->progress = progress_large;
     op->release = release;
     return ZAP_OK;

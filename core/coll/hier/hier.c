@@ -81,6 +81,28 @@ zap_status_t zap_coll_hier_children(zap_comm_t *comm)
     return st;
 }
 
+zap_status_t zap_coll_hier_ticket(zap_comm_t *comm, uint64_t *ticket_p)
+{
+    zap_coll_hier_t *h = comm->hier;
+    if (h->tickets - h->serving >= ZAP_COLL_HIER_TURNS) {
+        zap_error("coll: rank %d: more than %d hierarchical operations outstanding on communicator %u", comm->rank,
+                  ZAP_COLL_HIER_TURNS, zap_coll_comm_id(comm));
+        return ZAP_ERR_NO_RESOURCE;
+    }
+    *ticket_p = h->tickets++;
+    return ZAP_OK;
+}
+
+void zap_coll_hier_done(zap_comm_t *comm, uint64_t ticket)
+{
+    zap_coll_hier_t *h = comm->hier;
+    h->done[ticket % ZAP_COLL_HIER_TURNS] = true;
+    while (h->serving < h->tickets && h->done[h->serving % ZAP_COLL_HIER_TURNS]) {
+        h->done[h->serving % ZAP_COLL_HIER_TURNS] = false;
+        h->serving++;
+    }
+}
+
 void zap_coll_hier_free(zap_comm_t *comm)
 {
     zap_coll_hier_t *h = comm->hier;

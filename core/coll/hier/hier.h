@@ -26,6 +26,14 @@
 #include "coll/comm_impl.h"
 #include "coll/hier/topo.h"
 
+/* Operations that post on the hierarchy's communicators take turns, in the
+ * order they were posted on the parent (which every rank shares): the node's
+ * and the leaders' communicators then see every rank post the same calls in
+ * the same order, however the ranks' operations progress. At most this many
+ * such operations may wait for their turn at once (a later one waits until
+ * an earlier one is done). */
+#define ZAP_COLL_HIER_TURNS 1024
+
 typedef struct zap_coll_hier {
     zap_coll_topo_t *topo;
     int host, local, nlocal; /* this rank's host, its index there, its host's rank count */
@@ -35,6 +43,8 @@ typedef struct zap_coll_hier {
     zap_status_t children_status;
     zap_comm_t *node;
     zap_comm_t *leaders;
+    uint64_t tickets, serving;           /* turns taken, and the one whose turn it is */
+    bool done[ZAP_COLL_HIER_TURNS];      /* turns given back ahead of their time (freed early) */
 } zap_coll_hier_t;
 
 /* Whether comm's collectives go through the hosts' hierarchy: the setting
@@ -48,6 +58,14 @@ bool zap_coll_hier_layered(zap_comm_t *comm);
  * ZAP_ERR_NO_MEMORY, or ZAP_ERR_INVALID_PARAM when comm has no ids agreed for
  * them (not expected: every layered communicator gets them). */
 zap_status_t zap_coll_hier_children(zap_comm_t *comm);
+
+/* An operation's turn on the hierarchy's communicators: taken when it is
+ * set up (in post order), its turn when zap_coll_hier_turn says so, given
+ * back when it is done with them or released (zap_coll_hier_done, once).
+ * ZAP_ERR_NO_RESOURCE when ZAP_COLL_HIER_TURNS are waiting already. */
+zap_status_t zap_coll_hier_ticket(zap_comm_t *comm, uint64_t *ticket_p);
+static inline bool zap_coll_hier_turn(const zap_comm_t *comm, uint64_t ticket) { return comm->hier->serving == ticket; }
+void zap_coll_hier_done(zap_comm_t *comm, uint64_t ticket);
 
 /* Destroys what zap_coll_hier_layered and zap_coll_hier_children made. */
 void zap_coll_hier_free(zap_comm_t *comm);

@@ -39,6 +39,8 @@ typedef struct scv_hier {
     size_t packed_bytes;
     zap_request_t *node;   /* the node scatter */
     zap_status_t node_st;
+    uint64_t ticket;       /* its turn on the hierarchy's communicators (hier.h) */
+    bool ticketed;
 } scv_hier_t;
 _Static_assert(sizeof(scv_hier_t) <= ZAP_COLL_ALG_STATE_BYTES, "state too large");
 
@@ -50,6 +52,10 @@ static void release(zap_coll_op_t *op)
     scv_hier_t *s = (scv_hier_t *)op->alg_state;
     zap_request_free(s->node);
     s->node = NULL;
+    if (s->ticketed) {
+        zap_coll_hier_done(op->comm, s->ticket);
+        s->ticketed = false;
+    }
 }
 
 /* Host g's counts into counts and, when out is not NULL, its parts packed
@@ -136,6 +142,8 @@ static zap_status_t progress(zap_coll_op_t *op)
             s->state = SH_NODE;
             break;
         case SH_NODE: {
+            if (!zap_coll_hier_turn(comm, s->ticket))
+                return ZAP_INPROGRESS; /* an earlier operation still posts on the node's communicator */
             /* The host's source: the root on its host, else the leader with
              * the packed copy; the others only receive. */
             bool source = rank == a->root || (h->local == 0 && h->host != root_host);
@@ -158,6 +166,8 @@ static zap_status_t progress(zap_coll_op_t *op)
                 } else if (source) {
                     zap_coll_copy(op, a->dst, from + s->ndispls[0] * s->esize, s->ncounts[0] * s->esize);
                 }
+                zap_coll_hier_done(comm, s->ticket);
+                s->ticketed = false;
                 s->state = SH_STATUS;
                 break;
             }
@@ -175,6 +185,8 @@ static zap_status_t progress(zap_coll_op_t *op)
                 return ZAP_INPROGRESS;
             zap_request_free(s->node);
             s->node = NULL;
+            zap_coll_hier_done(comm, s->ticket); /* done with the node's communicator */
+            s->ticketed = false;
             if (st != ZAP_OK && st != ZAP_ERR_MISMATCH && st != ZAP_ERR_INVALID_PARAM)
                 return st;
             s->node_st = st;
@@ -230,6 +242,9 @@ zap_status_t zap_scatterv_hier_init(zap_coll_op_t *op)
             return st;
         s->packed = op->scratch2.ptr;
     }
+    if ((st = zap_coll_hier_ticket(comm, &s->ticket)) != ZAP_OK)
+        return st;
+    s->ticketed = true;
     op->progress = progress;
     op->release = release;
     return ZAP_OK;
