@@ -98,11 +98,19 @@ TEST_F(HierMpi, TheHierarchyIsChosenExactlyWhereRanksSpanHostsWithSeveralRanksOn
 
 TEST_F(HierMpi, AllreduceOfEveryDatatypeAndOpMatchesTheReference)
 {
+    uint64_t digest = 1469598103934665603ull; /* of every result, compared across ranks at the end */
     for (zap_dtype_t dt : kTypes)
         for (zap_op_t op : kOps) {
             if (!zap_op_supported(dt, op))
                 continue;
-            for (size_t count : {(size_t)1, (size_t)7, (size_t)3000, (size_t)70001}) {
+            // 3000 elements are small (in the agreement) for 1- and 2-byte
+            // types and large (chunks on the node's and leaders'
+            // communicators) from 4 bytes; 70001 for a few pairs only.
+            bool big = (dt == ZAP_DT_INT32 && op == ZAP_OP_SUM) || (dt == ZAP_DT_FLOAT16 && op == ZAP_OP_MAX) ||
+                       (dt == ZAP_DT_UINT8 && op == ZAP_OP_BXOR) || (dt == ZAP_DT_FLOAT64 && op == ZAP_OP_PROD);
+            for (size_t count : {(size_t)7, (size_t)3000, (size_t)70001}) {
+                if (count == 70001 && !big)
+                    continue;
                 size_t es = dsize(dt);
                 uint64_t seed = count * 13 + dt * 7 + op;
                 std::vector<std::vector<uint8_t>> in(size, std::vector<uint8_t>(count * es));
@@ -118,9 +126,11 @@ TEST_F(HierMpi, AllreduceOfEveryDatatypeAndOpMatchesTheReference)
                     ASSERT_EQ(0, std::memcmp(ref.data(), out.data() + i * es, es))
                         << zap_dtype_name(dt) << " " << zap_op_name(op) << " count " << count << " element " << i;
                 }
-                ASSERT_TRUE(same_everywhere(out.data(), out.size())) << zap_dtype_name(dt) << " " << zap_op_name(op);
+                for (size_t i = 0; i < out.size(); i++)
+                    digest = (digest ^ out[i]) * 1099511628211ull;
             }
         }
+    EXPECT_TRUE(same_everywhere(&digest, sizeof(digest))) << "some rank ended with other bytes";
 }
 
 TEST_F(HierMpi, LargeAllreduceCrossesHostsNearTheLowerBound)
