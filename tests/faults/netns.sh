@@ -86,7 +86,11 @@ ns_setup() {
 # NS_SHARED_SHM=1 keeps the machine's /dev/shm shared, so the hosts' ranks
 # use the segment (kill_trials.sh does that on some trials).
 # With NS_PLACE set (ns_place), rank r runs on host ${NS_PLACE[r]}: the
-# hostfile then lists one host per rank and Open MPI's seq mapper follows it.
+# hostfile then gives each host as many slots as it has ranks, and Open MPI
+# fills them host by host (--map-by slot) or deals them in turn (--map-by
+# node), as ns_place chose. (Open MPI's sequential mapper would follow any
+# list, but with --enable-recovery, which the kill trials need, mpirun 4.1
+# never ends once a rank has died: PMIx event errors, then a hang.)
 # NS_UCX_TLS (default self,tcp) and NS_BTL (default self,tcp) choose UCX's and
 # Open MPI's transports: with several ranks per host, self,sm,tcp and
 # self,vader,tcp keep a host's own traffic in its shared memory.
@@ -97,16 +101,13 @@ ns_mpirun() {
     : > "$NS_TMP/hosts"
     if [ ${#NS_PLACE[@]} -gt 0 ]; then
         [ "$np" -le ${#NS_PLACE[@]} ] || { echo "ns_mpirun: $np ranks but NS_PLACE places ${#NS_PLACE[@]}" >&2; return 2; }
-        # mpirun runs on host 0 and knows it by its name, zaphost0 (a seq
-        # hostfile must name it so, not by its address).
-        for ((i = 0; i < np; i++)); do
-            if [ "${NS_PLACE[$i]}" = 0 ]; then echo zaphost0; else echo "$(ns_addr ${NS_PLACE[$i]})"; fi
-        done >> "$NS_TMP/hosts"
+        local -a slots=()
+        for ((i = 0; i < np; i++)); do slots[${NS_PLACE[$i]}]=$((${slots[${NS_PLACE[$i]}]:-0} + 1)); done
+        for ((i = 0; i < ${#slots[@]}; i++)); do echo "$(ns_addr $i) slots=${slots[$i]:-0}"; done >> "$NS_TMP/hosts"
         # No binding: each host's daemon would bind its ranks to the
-        # machine's first cores, the same ones on every host (and Open MPI
-        # 4.1.4's seq mapper crashes at exit when it binds). NS_PIN=1 gives
+        # machine's first cores, the same ones on every host. NS_PIN=1 gives
         # each host its own cores instead (ns-agent.sh).
-        map=(--mca rmaps seq --bind-to none)
+        map=(--map-by "$NS_MAPPING" --bind-to none)
     else
         for ((i = 0; i < NS_HOSTS; i++)); do echo "$(ns_addr $i) slots=4" >> "$NS_TMP/hosts"; done
     fi
@@ -149,18 +150,20 @@ ns_cpusets() {
 
 # ns_place SPEC: where the ranks of the next ns_mpirun run. SPEC is HxR (H
 # hosts of R ranks), or counts per host joined by + (1+3, 2+2+3); ranks fill
-# host 0 first, then host 1, ... (block placement, as a batch system's
-# --map-by slot does), or with a ":cyclic" suffix are dealt one per host in
-# turn over the hosts that still have room. Sets NS_PLACE (the host of each
-# rank), NS_NP (the rank count) and NS_NHOSTS (the host count); ns_place ""
-# goes back to one rank per host. Returns 2 for a SPEC it cannot read.
+# host 0 first, then host 1, ... (block placement, Open MPI's --map-by
+# slot), or with a ":cyclic" suffix are dealt one per host in turn over the
+# hosts that still have room (--map-by node). Sets NS_PLACE (the host of each
+# rank), NS_NP (the rank count), NS_NHOSTS (the host count) and NS_MAPPING;
+# ns_place "" goes back to one rank per host. Returns 2 for a SPEC it cannot
+# read.
 NS_PLACE=()
 NS_NP=0
 NS_NHOSTS=0
+NS_MAPPING=slot
 ns_place() {
     local spec=${1%%:*} mode= i h r
     [ "$1" != "$spec" ] && mode=${1#*:}
-    NS_PLACE=() NS_NP=0 NS_NHOSTS=0
+    NS_PLACE=() NS_NP=0 NS_NHOSTS=0 NS_MAPPING=slot
     [ -z "$spec" ] && return 0
     local -a per=()
     if [[ $spec =~ ^([0-9]+)x([0-9]+)$ ]]; then
@@ -176,7 +179,8 @@ ns_place() {
     "" | block)
         for ((h = 0; h < NS_NHOSTS; h++)); do
             for ((r = 0; r < per[h]; r++)); do NS_PLACE+=("$h"); done
-        done ;;
+        done
+        NS_MAPPING=slot ;;
     cyclic)
         local -a left=("${per[@]}")
         local more=1
@@ -185,7 +189,8 @@ ns_place() {
             for ((h = 0; h < NS_NHOSTS; h++)); do
                 if [ "${left[$h]}" -gt 0 ]; then NS_PLACE+=("$h"); left[$h]=$((left[h] - 1)); more=1; fi
             done
-        done ;;
+        done
+        NS_MAPPING=node ;;
     *) echo "ns_place: unknown placement '$mode' (block, cyclic)" >&2; return 2 ;;
     esac
     NS_NP=${#NS_PLACE[@]}

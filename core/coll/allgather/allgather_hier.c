@@ -36,7 +36,7 @@ static size_t displ_of(const zap_coll_args_t *a, int r) { return a->counts ? a->
 static void release(zap_coll_op_t *op)
 {
     ag_hier_t *s = (ag_hier_t *)op->alg_state;
-    zap_request_free(s->req);
+    zap_coll_hier_abandon(s->req);
     s->req = NULL;
     if (s->ticketed) {
         zap_coll_hier_done(op->comm, s->ticket);
@@ -62,7 +62,7 @@ static void move_host(zap_coll_op_t *op, ag_hier_t *s, int g, bool to_pack)
     }
 }
 
-static zap_status_t wait_req(ag_hier_t *s)
+static zap_status_t wait_req(zap_comm_t *comm, ag_hier_t *s)
 {
     int done = 0;
     zap_status_t st = zap_request_test(s->req, &done);
@@ -70,7 +70,7 @@ static zap_status_t wait_req(ag_hier_t *s)
         return ZAP_INPROGRESS;
     zap_request_free(s->req);
     s->req = NULL;
-    return st;
+    return zap_coll_hier_stage_failed(comm, st);
 }
 
 static zap_status_t progress(zap_coll_op_t *op)
@@ -98,7 +98,7 @@ static zap_status_t progress(zap_coll_op_t *op)
             s->state = AH_NODE_WAIT;
             break;
         case AH_NODE_WAIT:
-            if (s->req != NULL && (st = wait_req(s)) != ZAP_OK)
+            if (s->req != NULL && (st = wait_req(op->comm, s)) != ZAP_OK)
                 return st;
             if (h->local == 0) {
                 move_host(op, s, h->host, true);
@@ -109,14 +109,14 @@ static zap_status_t progress(zap_coll_op_t *op)
             s->state = AH_ACROSS_WAIT;
             break;
         case AH_ACROSS_WAIT:
-            if (s->req != NULL && (st = wait_req(s)) != ZAP_OK)
+            if (s->req != NULL && (st = wait_req(op->comm, s)) != ZAP_OK)
                 return st;
             if (h->node != NULL && (st = zap_ibcast(h->node, s->packs, s->total, a->dt, 0, &s->req)) != ZAP_OK)
                 return st;
             s->state = AH_DOWN_WAIT;
             break;
         case AH_DOWN_WAIT:
-            if (s->req != NULL && (st = wait_req(s)) != ZAP_OK)
+            if (s->req != NULL && (st = wait_req(op->comm, s)) != ZAP_OK)
                 return st;
             for (int g = 0; g < t->nhosts; g++)
                 if (g != h->host)

@@ -60,7 +60,7 @@ static size_t chunk_len(const hier_ar_t *s, size_t count, int t)
 }
 
 /* Tests *req; on completion frees it and returns its status. */
-static zap_status_t sub_test(zap_request_t **req)
+static zap_status_t sub_test(zap_comm_t *comm, zap_request_t **req)
 {
     if (*req == NULL)
         return ZAP_OK;
@@ -70,16 +70,16 @@ static zap_status_t sub_test(zap_request_t **req)
         return ZAP_INPROGRESS;
     zap_request_free(*req);
     *req = NULL;
-    return st;
+    return zap_coll_hier_stage_failed(comm, st);
 }
 
 static void release(zap_coll_op_t *op)
 {
     hier_ar_t *s = (hier_ar_t *)op->alg_state;
     for (int i = 0; i < 2; i++) {
-        zap_request_free(s->a[i]);
-        zap_request_free(s->b[i]);
-        zap_request_free(s->c[i]);
+        zap_coll_hier_abandon(s->a[i]);
+        zap_coll_hier_abandon(s->b[i]);
+        zap_coll_hier_abandon(s->c[i]);
         s->a[i] = s->b[i] = s->c[i] = NULL;
     }
     if (s->ticketed) {
@@ -146,7 +146,7 @@ static zap_status_t progress_large(zap_coll_op_t *op)
         case 0:
             if (t >= K + 2) {
                 for (int i = 0; i < 2; i++)
-                    if ((st = sub_test(&s->c[i])) != ZAP_OK)
+                    if ((st = sub_test(op->comm, &s->c[i])) != ZAP_OK)
                         return st;
                 return ZAP_OK;
             }
@@ -156,7 +156,7 @@ static zap_status_t progress_large(zap_coll_op_t *op)
             break;
         case 1:
             if (t >= 1 && t <= K) {
-                if ((st = sub_test(&s->a[(t - 1) % 2])) != ZAP_OK)
+                if ((st = sub_test(op->comm, &s->a[(t - 1) % 2])) != ZAP_OK)
                     return st;
                 if ((st = post_b(op, s, t - 1)) != ZAP_OK)
                     return st;
@@ -165,9 +165,9 @@ static zap_status_t progress_large(zap_coll_op_t *op)
             break;
         default:
             if (t >= 2) {
-                if ((st = sub_test(&s->b[(t - 2) % 2])) != ZAP_OK)
+                if ((st = sub_test(op->comm, &s->b[(t - 2) % 2])) != ZAP_OK)
                     return st;
-                if ((st = sub_test(&s->c[(t - 2) % 2])) != ZAP_OK)
+                if ((st = sub_test(op->comm, &s->c[(t - 2) % 2])) != ZAP_OK)
                     return st;
                 if ((st = post_c(op, s, t - 2)) != ZAP_OK)
                     return st;

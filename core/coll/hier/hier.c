@@ -3,6 +3,7 @@
  * communicators made at the first call that runs a stage on them. */
 #include "coll/hier/hier.h"
 #include "coll/allreduce/allreduce.h"
+#include "coll/engine/op.h"
 #include "base/log.h"
 #include <stdlib.h>
 
@@ -101,6 +102,27 @@ void zap_coll_hier_done(zap_comm_t *comm, uint64_t ticket)
         h->done[h->serving % ZAP_COLL_HIER_TURNS] = false;
         h->serving++;
     }
+}
+
+zap_status_t zap_coll_hier_stage_failed(zap_comm_t *comm, zap_status_t st)
+{
+    if (st != ZAP_ERR_PEER_FAILED)
+        return st;
+    double until = zap_clock_now() + 0.1;
+    while (zap_clock_now() < until)
+        (void)zap_transport_progress(comm->t);
+    return st;
+}
+
+void zap_coll_hier_abandon(zap_request_t *req)
+{
+    if (req == NULL)
+        return;
+    /* A collective request is the operation's first member (engine/op.h). */
+    zap_coll_op_t *op = (zap_coll_op_t *)req;
+    if (op->status == ZAP_INPROGRESS)
+        op->timed_out = true; /* what stops free from finishing a shared-memory call first */
+    zap_request_free(req);
 }
 
 void zap_coll_hier_free(zap_comm_t *comm)

@@ -67,6 +67,22 @@ zap_status_t zap_coll_hier_ticket(zap_comm_t *comm, uint64_t *ticket_p);
 static inline bool zap_coll_hier_turn(const zap_comm_t *comm, uint64_t ticket) { return comm->hier->serving == ticket; }
 void zap_coll_hier_done(zap_comm_t *comm, uint64_t ticket);
 
+/* Frees a stage's request (on the node's or the leaders' communicator)
+ * that its operation no longer waits for: one that failed or was freed
+ * early. A pending one is cancelled on this rank without the wait that
+ * freeing a pending shared-memory call does (its peers may be gone); the
+ * stage's communicator is then unusable, as is its parent's after a failed
+ * operation. NULL is accepted. */
+void zap_coll_hier_abandon(zap_request_t *req);
+
+/* A stage failed with st. When a peer failed, the stage may have seen a
+ * survivor that already left after its own error (its leader, say, gone
+ * from the node's shared memory) rather than the rank that failed first;
+ * the transport's failure notices name that one (core/transport/ucp.c). So
+ * the transport is progressed for up to 0.1 s first, long enough for it to
+ * look for a notice and log the rank that failed first. Returns st. */
+zap_status_t zap_coll_hier_stage_failed(zap_comm_t *comm, zap_status_t st);
+
 /* Destroys what zap_coll_hier_layered and zap_coll_hier_children made. */
 void zap_coll_hier_free(zap_comm_t *comm);
 

@@ -50,7 +50,7 @@ static size_t displ_of(const zap_coll_args_t *a, int r) { return a->counts ? a->
 static void release(zap_coll_op_t *op)
 {
     scv_hier_t *s = (scv_hier_t *)op->alg_state;
-    zap_request_free(s->node);
+    zap_coll_hier_abandon(s->node);
     s->node = NULL;
     if (s->ticketed) {
         zap_coll_hier_done(op->comm, s->ticket);
@@ -188,7 +188,7 @@ static zap_status_t progress(zap_coll_op_t *op)
             zap_coll_hier_done(comm, s->ticket); /* done with the node's communicator */
             s->ticketed = false;
             if (st != ZAP_OK && st != ZAP_ERR_MISMATCH && st != ZAP_ERR_INVALID_PARAM)
-                return st;
+                return zap_coll_hier_stage_failed(comm, st);
             s->node_st = st;
             s->state = SH_STATUS;
             break;
