@@ -404,6 +404,10 @@ zap_status_t zap_comm_query(const zap_comm_t *comm, zap_comm_attr_t *attr)
         attr->oversubscribed = comm->oversubscribed;
     if (m & ZAP_COMM_ATTR_TIMEOUT)
         attr->timeout_s = isinf(comm->set.timeout) ? ZAP_COMM_TIMEOUT_NONE : comm->set.timeout;
+    if (m & ZAP_COMM_ATTR_HOSTS) {
+        attr->hierarchy = zap_coll_hier_layered((zap_comm_t *)comm);
+        attr->hosts = attr->hierarchy ? comm->hier->topo->nhosts : zap_coll_hier_count_hosts(comm);
+    }
     if (m & ZAP_COMM_ATTR_ALGORITHMS) {
         attr->allreduce_algorithm = first_algorithm(comm, &zap_allreduce_desc, attr->bytes);
         attr->bcast_algorithm = first_algorithm(comm, &zap_bcast_desc, attr->bytes);

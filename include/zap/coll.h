@@ -144,7 +144,8 @@ enum {
     ZAP_COMM_ATTR_SINGLE_COPY = 1u << 6,    /* single_copy */
     ZAP_COMM_ATTR_OVERSUBSCRIBED = 1u << 7, /* oversubscribed */
     ZAP_COMM_ATTR_TIMEOUT = 1u << 8,        /* timeout_s */
-    ZAP_COMM_ATTR_ALGORITHMS = 1u << 9      /* allreduce_algorithm, bcast_algorithm (input: bytes) */
+    ZAP_COMM_ATTR_ALGORITHMS = 1u << 9,     /* allreduce_algorithm, bcast_algorithm (input: bytes) */
+    ZAP_COMM_ATTR_HOSTS = 1u << 10          /* hosts, hierarchy */
 };
 
 typedef struct zap_comm_attr {
@@ -163,6 +164,9 @@ typedef struct zap_comm_attr {
     double timeout_s;     /* ZAP_COMM_TIMEOUT_NONE: no deadline */
     const char *allreduce_algorithm; /* what an allreduce (bcast: broadcast) of bytes on host memory */
     const char *bcast_algorithm;     /* runs first on this communicator under its settings (static strings) */
+    int hosts;            /* the hosts its ranks are on (zap_transport_host tells them apart) */
+    int hierarchy;        /* 1: its collectives go through the hosts' hierarchy (several hosts, one with several
+                             ranks, ZAP_COLL_HIER allowing it: docs/collectives.md, "Across hosts") */
 } zap_comm_attr_t;
 
 /* Predicates of the selection table's rows (ZAP_COLL_PRED_*): what the

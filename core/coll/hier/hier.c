@@ -39,6 +39,28 @@ static bool find(zap_comm_t *comm)
     return comm->hier != NULL;
 }
 
+static int by_value(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+int zap_coll_hier_count_hosts(const zap_comm_t *comm)
+{
+    uint64_t *ids = malloc(sizeof(uint64_t) * (size_t)comm->size);
+    if (ids == NULL)
+        return 1;
+    for (int r = 0; r < comm->size; r++)
+        if (zap_transport_host(comm->t, zap_coll_transport_rank(comm, r), &ids[r]) != ZAP_OK)
+            ids[r] = 0;
+    qsort(ids, (size_t)comm->size, sizeof(uint64_t), by_value);
+    int n = 1;
+    for (int r = 1; r < comm->size; r++)
+        n += ids[r] != ids[r - 1];
+    free(ids);
+    return n;
+}
+
 bool zap_coll_hier_layered(zap_comm_t *comm)
 {
     if (comm->layered < 0)

@@ -53,6 +53,10 @@ typedef struct zap_coll_hier {
  * on every rank. */
 bool zap_coll_hier_layered(zap_comm_t *comm);
 
+/* The number of distinct host identities among comm's ranks (for
+ * zap_comm_query; 1 when they cannot be read). */
+int zap_coll_hier_count_hosts(const zap_comm_t *comm);
+
 /* Makes comm's node and leaders' communicators (once; later calls return
  * the first outcome). Local: sends nothing. comm must be layered.
  * ZAP_ERR_NO_MEMORY, or ZAP_ERR_INVALID_PARAM when comm has no ids agreed for
