@@ -5,9 +5,11 @@
 # each cluster and rate:
 #   link     zap-perf p2p between two hosts, one rank each: what one
 #            transfer reaches of the limit;
-#   zap+mpi  zap-perf coll: zap (auto, and with --flat also the flat
-#            algorithms forced) and Open MPI's default in the same processes,
-#            with zap's bytes to other hosts per call;
+#   zap+mpi  zap-perf coll: zap (its automatic choice: the hosts'
+#            hierarchy) and Open MPI's default in the same processes, with
+#            zap's bytes to other hosts per call;
+#   flat     zap with ZAP_COLL_HIER=off (every rank alike: the algorithms
+#            zap had before the hierarchy), zap only, unless --no-flat;
 #   han      Open MPI with --mca coll_han_priority 100 (a run of its own,
 #            MPI only), where the han component loads;
 #   verify   zap-verify run --gen N on clusters of 2 hosts: the time until
@@ -19,7 +21,7 @@
 #
 #   scripts/cluster-bench.sh [--bin DIR] [--clusters 2x4,4x2] [--rates 1gbit,5gbit]
 #       [--ops allreduce,bcast] [--sizes 8,64,...,64M] [--max-slow SIZE] [--reps N]
-#       [--max-iters N] [--verify N] [--flat ALG] [--no-han] [--pin|--no-pin]
+#       [--max-iters N] [--verify N] [--no-flat] [--no-han] [--pin|--no-pin]
 #       [--deadline SECONDS] [--out DIR] [--summarize]
 #
 # --bin: the folder holding zap-perf and zap-verify (default: this tree's
@@ -32,8 +34,7 @@
 # that leaves out is listed as skipped. --pin gives each host its own share of
 # the cores (default when the machine has at least as many cores as the
 # largest cluster has ranks; otherwise ranks are oversubscribed, and the
-# summary says so). --flat ALG: also zap with ZAP_ALLREDUCE_ALG/ZAP_BCAST_ALG
-# set to ALG (a flat algorithm, for comparison with the hierarchy).
+# summary says so).
 #
 # Needs root (namespaces, tc), iproute2, util-linux (unshare, taskset), Open
 # MPI's mpirun. Prints a SKIP line for everything it cannot do and why.
@@ -45,7 +46,7 @@ T0=$(date +%s)
 
 bin="" clusters="2x4" rates="1gbit,5gbit" ops="allreduce,bcast"
 sizes="8,64,512,4K,32K,256K,1M,4M,16M,64M" max_slow="16M" reps=3 max_iters=""
-verify_items=400000 flat="" han=1 pin="" deadline=450 out="" summary_only=0
+verify_items=400000 flat=1 han=1 pin="" deadline=450 out="" summary_only=0
 while [ $# -gt 0 ]; do
     case "$1" in
     --bin) bin=$2; shift ;;
@@ -57,7 +58,7 @@ while [ $# -gt 0 ]; do
     --reps) reps=$2; shift ;;
     --max-iters) max_iters=$2; shift ;;
     --verify) verify_items=$2; shift ;;
-    --flat) flat=$2; shift ;;
+    --no-flat) flat=0 ;;
     --no-han) han=0 ;;
     --pin) pin=1 ;;
     --no-pin) pin=0 ;;
@@ -170,7 +171,8 @@ for cluster in ${clusters//,/ }; do
         [ -s "$out/coll_$tag.csv" ] || continue
         awk -F, -v H=$H -v tag="$tag" -v hanf="$out/han_$tag.csv" -v flatf="$out/flat_$tag.csv" '
             BEGIN { while ((getline l < hanf) > 0) { split(l, f, ","); if (f[1] != "op") han[f[1] "," f[4]] = f[12] }
-                    while ((getline l < flatf) > 0) { split(l, f, ","); if (f[1] != "op") flat[f[1] "," f[4]] = f[8] } }
+                    while ((getline l < flatf) > 0) { split(l, f, ","); if (f[1] != "op") { flat[f[1] "," f[4]] = f[8];
+                        flatx[f[1] "," f[4]] = (f[1] == "allreduce") ? f[34] : f[35] } } }
             NR > 1 {
                 op = $1; n = $4; key = op "," n
                 zap = $8; mpi = $12; h = (key in han) ? han[key] : 0
@@ -178,7 +180,9 @@ for cluster in ${clusters//,/ }; do
                 else { bound = (H - 1) * n; got = $35 }
                 printf "%-14s %-9s %10d %-13s %10.1f %10.1f %10.1f %6.2f %6s %12.0f %12.0f %6.3f%s%s\n", tag, op, n, $7, zap, mpi, h,
                     (zap > 0 ? mpi / zap : 0), (h > 0 ? sprintf("%.2f", h / zap) : "-"), got, bound,
-                    (bound > 0 ? got / bound : 0), ((key in flat) ? sprintf("  flat %.1f us", flat[key]) : ""),
+                    (bound > 0 ? got / bound : 0),
+                    ((key in flat) ? sprintf("  flat %.1f us %.0f B (%.2f)", flat[key], flatx[key],
+                        (bound > 0 ? flatx[key] / bound : 0)) : ""),
                     (($11 + $15 > 0) ? sprintf("  WRONG %d zap, %d mpi", $11, $15) : "")
             }' "$out/coll_$tag.csv" | tee -a "$LOG"
     done
@@ -243,12 +247,12 @@ for cluster in ${clusters//,/ }; do
         else
             skip "zap and Open MPI default on $cluster at $rate: past the deadline"
         fi
-        if [ -n "$flat" ]; then
+        if [ "$flat" = 1 ]; then
             if [ "$(left)" -gt 60 ]; then
-                coll_run "flat_$tag" "$np" "$(($(left) - 20))" -x ZAP_ALLREDUCE_ALG="$flat" -x ZAP_BCAST_ALG="$flat" -- \
+                coll_run "flat_$tag" "$np" "$(($(left) - 20))" -x ZAP_COLL_HIER=off -- \
                     "$perf" coll --op "$ops" --sizes "$sz" --reps "$reps" "${iters[@]}" --no-mpi --csv "$out/flat_$tag.csv"
             else
-                skip "zap flat ($flat) on $cluster at $rate: past the deadline"
+                skip "zap flat (ZAP_COLL_HIER=off) on $cluster at $rate: past the deadline"
             fi
         fi
         if [ $han = 1 ]; then

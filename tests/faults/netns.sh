@@ -119,7 +119,11 @@ ns_mpirun() {
         cpusets=$(ns_cpusets)
         pin=(taskset -c "${cpusets%% *}")
     fi
-    timeout -s KILL "${NS_RUN_TIMEOUT:-120}" ip netns exec "$(ns_name 0)" "${pin[@]}" unshare --uts --mount \
+    # Host 0's own IPC and PID namespaces too (ns-agent.sh says why), except
+    # where hosts share /dev/shm on purpose.
+    local -a own=(--ipc --pid --kill-child --mount-proc)
+    [ "${NS_SHARED_SHM:-0}" = 1 ] && own=()
+    timeout -s KILL "${NS_RUN_TIMEOUT:-120}" ip netns exec "$(ns_name 0)" "${pin[@]}" unshare --uts --mount "${own[@]}" \
         env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NS_CPUSETS="$cpusets" NS_SHM_SIZE="${NS_SHM_SIZE:-512m}" \
         UCX_TLS="${NS_UCX_TLS:-self,tcp}" UCX_NET_DEVICES=$NS_IF UCX_WARN_UNUSED_ENV_VARS=n \
         ZAP_TIMEOUT="${ZAP_TIMEOUT:-10}" ZAP_LOG_LEVEL="${ZAP_LOG_LEVEL:-warn}" NS_SHARED_SHM="${NS_SHARED_SHM:-0}" \

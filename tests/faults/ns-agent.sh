@@ -3,8 +3,9 @@
 # as `ns-agent.sh <host> <command...>` (like ssh), it runs the command inside
 # the network namespace that owns <host>'s address, in a fresh UTS namespace
 # named after it, so every "host" has its own address and hostname, and in
-# a fresh mount namespace with its own /dev/shm (NS_SHM_SIZE, default 512m)
-# unless NS_SHARED_SHM=1 (netns.sh's ns_mpirun explains why).
+# a fresh mount namespace with its own /dev/shm (NS_SHM_SIZE, default 512m),
+# IPC namespace and PID namespace, unless NS_SHARED_SHM=1 (netns.sh's
+# ns_mpirun explains why).
 # FAULTS_NS_PREFIX (exported by netns.sh) names the namespaces: the host
 # 10.231.0.<i+1> is namespace ${FAULTS_NS_PREFIX}<i>.
 set -u
@@ -25,4 +26,14 @@ fi
 if [ "${NS_SHARED_SHM:-0}" = 1 ]; then
     exec ip netns exec "$ns" "${pin[@]}" unshare --uts sh -c "hostname zaphost$idx; $*"
 fi
-exec ip netns exec "$ns" "${pin[@]}" unshare --uts --mount sh -c "mount -t tmpfs -o size=${NS_SHM_SIZE:-512m} zapshm /dev/shm || exit 97; hostname zaphost$idx; $*"
+# A host of its own: besides the network, the host name and /dev/shm, its
+# own System V IPC and process ids (a fresh /proc), so UCX, which takes every
+# process of one kernel (boot id) in one IPC and PID namespace for a
+# neighbour, carries nothing between hosts through shared memory or
+# process_vm_readv: all of it crosses the host's link.
+# The shell is the namespace's first process: it stays until every other
+# one has gone (orted --daemonize leaves it at once), or the namespace would
+# end with it.
+exec ip netns exec "$ns" "${pin[@]}" unshare --uts --ipc --pid --kill-child --mount-proc \
+    sh -c "mount -t tmpfs -o size=${NS_SHM_SIZE:-512m} zapshm /dev/shm || exit 97; hostname zaphost$idx; $*
+           rc=\$?; while kill -0 -1 2>/dev/null; do sleep 0.1; done; exit \$rc"
