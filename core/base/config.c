@@ -58,15 +58,15 @@ static const cfg_row_t rows[] = {
                               "touches them (auto and prefetch), or let them migrate one fault at a time "
                               "(none)."},
                              CFG_CHOICE, "auto|prefetch|none", 0, 0},
-    [ZAP_CFG_ALLREDUCE_ALG] = {{"ZAP_ALLREDUCE_ALG", "auto", "auto|rd|rabenseifner|ring|direct|shm|cma",
+    [ZAP_CFG_ALLREDUCE_ALG] = {{"ZAP_ALLREDUCE_ALG", "auto", "auto|rd|rabenseifner|ring|direct|shm|cma|hier",
                                 "Allreduce algorithm of communicators made from now on "
                                 "(zap_comm_params_t.allreduce_alg overrides); auto chooses by the selection "
                                 "table (zap-info prints it)."},
-                               CFG_CHOICE, "auto|rd|rabenseifner|ring|direct|shm|cma", 0, 0},
-    [ZAP_CFG_BCAST_ALG] = {{"ZAP_BCAST_ALG", "auto", "auto|binomial|scatter_allgather|chain|rd|shm",
+                               CFG_CHOICE, "auto|rd|rabenseifner|ring|direct|shm|cma|hier", 0, 0},
+    [ZAP_CFG_BCAST_ALG] = {{"ZAP_BCAST_ALG", "auto", "auto|binomial|scatter_allgather|chain|rd|shm|hier",
                             "Broadcast algorithm of communicators made from now on "
                             "(zap_comm_params_t.bcast_alg overrides); auto chooses by the selection table."},
-                           CFG_CHOICE, "auto|binomial|scatter_allgather|chain|rd|shm", 0, 0},
+                           CFG_CHOICE, "auto|binomial|scatter_allgather|chain|rd|shm|hier", 0, 0},
     [ZAP_CFG_COLL_PIPELINE_BYTES] = {{"ZAP_COLL_PIPELINE_BYTES", "256K", "bytes, 4K to 64M",
                                       "Segment size of pipelined collectives (ring allreduce, chain "
                                       "broadcast). Unset: chosen per message size, at most 256K "
@@ -144,6 +144,13 @@ static const cfg_row_t rows[] = {
                              "Exscan (exclusive prefix) algorithm of communicators made from now on "
                              "(zap_comm_params_t.exscan_alg overrides)."},
                             CFG_CHOICE, "auto|rd|linear|shm", 0, 0},
+    [ZAP_CFG_COLL_HIER] = {{"ZAP_COLL_HIER", "auto", "auto|off",
+                            "Communicators whose ranks are on several hosts with more than one rank on some "
+                            "host: collectives agree and move data through the hosts' hierarchy (a host's ranks "
+                            "among themselves, then one or more ranks per host across hosts; auto), or treat "
+                            "every rank alike (off). Hosts are told apart by host name and boot id. Every rank "
+                            "must say the same."},
+                           CFG_CHOICE, "auto|off", 0, 0},
 };
 
 _Static_assert(sizeof(rows) / sizeof(rows[0]) == ZAP_CFG_COUNT, "one row per zap_cfg_id_t");

@@ -36,6 +36,7 @@ typedef enum zap_cfg_id {
     ZAP_CFG_ALLTOALL_ALG,
     ZAP_CFG_SCAN_ALG,
     ZAP_CFG_EXSCAN_ALG,
+    ZAP_CFG_COLL_HIER,
     ZAP_CFG_COUNT
 } zap_cfg_id_t;
 

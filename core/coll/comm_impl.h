@@ -30,6 +30,7 @@ typedef struct zap_coll_settings {
     uint64_t gpu_min_bytes;        /* ZAP_COLL_GPU_MIN_BYTES */
     uint64_t shm_large_bytes;      /* ZAP_COLL_SHM_LARGE_BYTES */
     size_t pipeline_bytes;         /* ZAP_COLL_PIPELINE_BYTES; 0: unset (chosen per message size) */
+    bool hier;                     /* ZAP_COLL_HIER: the hosts' hierarchy where ranks span several hosts */
 } zap_coll_settings_t;
 
 /* ZAP_COLL_GPU_PATH's choices, in its order. */
@@ -81,6 +82,12 @@ struct zap_comm {
     zap_coll_cands_memo_t memo[ZAP_COLL_KIND_MAX];
     struct zap_coll_gpu *gpu;    /* the GPU path's channel and launch order (coll/gpu), NULL until it is voted for */
     bool gpu_off;                /* agreed: the GPU path cannot run on this communicator (its channel failed) */
+    /* The hosts' hierarchy (coll/hier/hier.h), found at the first call that
+     * asks: layered -1 until then, 1 when the ranks span several hosts with
+     * more than one rank on some host (and the setting allows it). */
+    int8_t layered;
+    struct zap_coll_hier *hier;
+    uint32_t child_ctx; /* zap's ids for the hierarchy's communicators (this and the next), 0: none agreed yet */
 };
 
 /* The context's top bit is set for ids zap assigns itself (zap_comm_create,
@@ -105,6 +112,16 @@ zap_status_t zap_coll_settings_resolve(const zap_comm_params_t *params, const za
  * oversubscribed under set (the setting, else the node). */
 bool zap_coll_node_oversubscribed(void);
 bool zap_coll_local_oversubscribed(const zap_coll_settings_t *set);
+
+/* --- comm.c: zap's own ids --------------------------------------------------- */
+/* This process's proposal for the next id (the communicators agree on the
+ * maximum of their ranks' proposals). */
+uint32_t zap_coll_id_proposal(void);
+/* An agreed value as an id (1 .. ZAP_COLL_ZAP_ID_MAX). */
+uint32_t zap_coll_id_wrap(uint64_t v);
+/* Raises this process's next proposal past agreed + n - 1: those n ids are
+ * taken. */
+void zap_coll_id_reserve(uint64_t agreed, unsigned n);
 
 /* --- comm_setup.c ---------------------------------------------------------- */
 /* Whether comm's ranks can have a shared segment: processes (the UCX

@@ -19,7 +19,7 @@
 static zap_status_t from_env(zap_coll_settings_t *s)
 {
     zap_status_t st = ZAP_OK;
-    int shm = 0, cma = 0, path = 0;
+    int shm = 0, cma = 0, path = 0, hier = 0;
     uint64_t checksum = 0, pipeline = 0;
     for (int k = 0; k < ZAP_COLL_KIND_MAX; k++)
         s->alg[k] = -1;
@@ -42,6 +42,8 @@ static zap_status_t from_env(zap_coll_settings_t *s)
     if (st == ZAP_OK)
         st = zap_cfg_get_choice(ZAP_CFG_COLL_GPU_PATH, &path);
     if (st == ZAP_OK)
+        st = zap_cfg_get_choice(ZAP_CFG_COLL_HIER, &hier);
+    if (st == ZAP_OK)
         st = zap_cfg_get_u64(ZAP_CFG_COLL_GPU_MIN_BYTES, &s->gpu_min_bytes);
     /* Unset, the pipelined algorithms choose their segment per message size;
      * set, it is the segment (and the large forms' chunk). */
@@ -50,6 +52,7 @@ static zap_status_t from_env(zap_coll_settings_t *s)
     s->shm = shm == 0;
     s->cma = cma == 0;
     s->checksum = checksum != 0;
+    s->hier = hier == 0;
     s->gpu_path = path;
     s->pipeline_bytes = (size_t)pipeline;
     s->oversubscribed = -1;
@@ -139,6 +142,8 @@ static zap_status_t apply(const zap_comm_params_t *p, zap_coll_settings_t *s)
         st = apply_switch(p->cma, "cma", &s->cma);
     if (st == ZAP_OK)
         st = apply_switch(p->checksum, "checksum", &s->checksum);
+    if (st == ZAP_OK)
+        st = apply_switch(p->hier, "hier", &s->hier);
     if (st == ZAP_OK)
         st = apply_bytes(p->shm_large_bytes, ZAP_CFG_COLL_SHM_LARGE_BYTES, "shm_large_bytes", &s->shm_large_bytes);
     if (st == ZAP_OK)

@@ -270,6 +270,20 @@ static void cks_close(zap_transport_t *t)
         cks_free_all(c);
 }
 
+/* The inner transport knows the hosts and counts what it sends: payloads
+ * and their 4-byte checksums alike. */
+static uint64_t cks_host(const zap_transport_t *t, int rank)
+{
+    uint64_t h = 0;
+    (void)zap_transport_host(((const cks_transport_t *)t)->inner, rank, &h);
+    return h;
+}
+
+static void cks_traffic(zap_transport_t *t, zap_transport_traffic_t *traffic_p)
+{
+    (void)zap_transport_traffic(cks_of(t)->inner, traffic_p);
+}
+
 static const zap_transport_ops_t cks_ops = {
     .name = "checksum", /* replaced by the inner transport's name */
     .isend = cks_isend,
@@ -280,6 +294,8 @@ static const zap_transport_ops_t cks_ops = {
     .wait = cks_wait,
     .request_free = cks_request_free,
     .close = cks_close,
+    .host = cks_host,
+    .traffic = cks_traffic,
 };
 
 int zap_transport_is_checksum(const zap_transport_t *t) { return t != NULL && t->ops->isend == cks_isend; }

@@ -40,6 +40,11 @@ typedef struct zap_transport_ops {
      * would. transport.c has checked the arguments. */
     zap_status_t (*send)(zap_transport_t *t, int peer, uint64_t tag, const void *buf, size_t len);
     zap_status_t (*recv)(zap_transport_t *t, int peer, uint64_t tag, void *buf, size_t cap, size_t *len_p);
+    /* Optional (peer_class.c): rank's host identity (rank already checked)
+     * and this rank's send counters. NULL: every rank on this process's
+     * host, nothing counted. */
+    uint64_t (*host)(const zap_transport_t *t, int rank);
+    void (*traffic)(zap_transport_t *t, zap_transport_traffic_t *traffic_p);
 } zap_transport_ops_t;
 
 struct zap_transport {

@@ -31,6 +31,7 @@
 #include "transport/ucp_notice.h"
 #include "transport/ucp_worker.h"
 #include "transport/ucp_oob.h"
+#include "transport/peer_class.h"
 #include "pool/backing.h"
 #include "base/config_table.h"
 #include "base/log.h"
@@ -110,6 +111,7 @@ typedef struct ucp_peer {
     int failure_handled; /* endpoint closed, its receives failed */
     ucs_status_t fail_status; /* UCX's reason, logged by handle_failures */
     int reported_by;     /* failed only by a notice from this rank; else -1 */
+    uint8_t cls;         /* zap_peer_class_t, fixed at create: the counter its sends add to */
 } ucp_peer_t;
 
 typedef struct ucp_req {
@@ -143,6 +145,7 @@ struct ucp_transport {
     int closing;      /* close has begun: peers closing too look like failures */
     int torn_down;    /* UCX resources released by close */
     struct ucp_transport *next_closed;
+    zap_transport_traffic_t sent; /* per peer class (peer_class.h); under the lock */
 };
 
 static const zap_transport_ops_t ucp_ops;
@@ -548,6 +551,7 @@ static zap_status_t ucp_isend(zap_transport_t *t, int peer, uint64_t tag, const 
     zap_request_base_init(&r->base, t, ZAP_REQ_SEND, peer, tag);
     p.user_data = r;
     ucs_status_ptr_t sp = ucp_tag_send_nbx(ep, buf, len, zap_ucp_tag(t->rank, tag), &p);
+    zap_peer_count(&u->sent, u->peers[peer].cls, len);
     if (UCS_PTR_IS_PTR(sp)) {
         if (zap_request_status(&r->base) == ZAP_INPROGRESS) {
             r->ucx = sp;
@@ -775,6 +779,7 @@ static zap_status_t ucp_send_blocking(zap_transport_t *t, int peer, uint64_t tag
     if (st != ZAP_OK)
         return st;
     ucs_status_ptr_t sp = ucp_tag_send_nbx(ep, buf, len, zap_ucp_tag(t->rank, tag), &p);
+    zap_peer_count(&u->sent, u->peers[peer].cls, len);
     if (sp == NULL) { /* sent (copied out) at once: the usual small message */
         spin_unlock(&u->lock);
         return ZAP_OK;
@@ -1147,6 +1152,18 @@ static void ucp_close(zap_transport_t *t)
     keep_closed(u);
 }
 
+/* Host identities come from the address exchange (ucp_worker.c), which
+ * stays until close; zap_transport_host refuses a closed transport. */
+static uint64_t ucp_host(const zap_transport_t *t, int rank) { return ucp_of((zap_transport_t *)t)->w.host[rank]; }
+
+static void ucp_traffic(zap_transport_t *t, zap_transport_traffic_t *traffic_p)
+{
+    ucp_transport_t *u = ucp_of(t);
+    spin_lock(&u->lock);
+    *traffic_p = u->sent;
+    spin_unlock(&u->lock);
+}
+
 static const zap_transport_ops_t ucp_ops = {
     .name = "ucp",
     .cap_flags = ZAP_CAP_ZERO_COPY | ZAP_CAP_MULTI_NODE,
@@ -1161,6 +1178,8 @@ static const zap_transport_ops_t ucp_ops = {
     .close = ucp_close,
     .send = ucp_send_blocking,
     .recv = ucp_recv_blocking,
+    .host = ucp_host,
+    .traffic = ucp_traffic,
 };
 
 /* ---- create ------------------------------------------------------------- */
@@ -1248,6 +1267,7 @@ static zap_status_t create(MPI_Comm comm, const zap_ucp_oob_t *oob, zap_pool_t *
     for (int i = 0; i < u->w.size; i++) {
         u->peers[i].t = u;
         u->peers[i].rank = i;
+        u->peers[i].cls = zap_peer_class_of(u->w.host, u->w.rank, i);
     }
     u->pool_kind = zap_pool_kind(pool);
     zap_transport_base_init(&u->base, &ucp_ops, u->w.rank, u->w.size, pool, owns_pool);

@@ -52,6 +52,7 @@ typedef struct zap_verify_job_state {
     zap_verify_params_t prm;
     zap_verify_hooks_t hooks;
     int rank, nranks, root;
+    int across_hosts;                /* the communicator's collectives go through the hosts' hierarchy */
 
     /* 1. plan */
     zap_verify_plan_t plan;
@@ -105,6 +106,8 @@ void zap_verify_job_prepare(zap_verify_job_state_t *j);
  * ZAP_ERR_MISMATCH. */
 zap_status_t zap_verify_job_plan(zap_verify_job_state_t *j);
 zap_status_t zap_verify_job_distribute(zap_verify_job_state_t *j);
+/* Scatter mode across hosts (job_distribute_hier.c). */
+zap_status_t zap_verify_job_distribute_hier(zap_verify_job_state_t *j);
 zap_status_t zap_verify_job_verified(zap_verify_job_state_t *j);
 zap_status_t zap_verify_job_combine(zap_verify_job_state_t *j);
 zap_status_t zap_verify_job_agree(zap_verify_job_state_t *j, zap_verify_result_t *result_p);

@@ -170,6 +170,7 @@ typedef struct zap_comm_params {
     const char *alltoall_alg;          /* ZAP_ALLTOALL_ALG (alltoall and alltoallv) */
     const char *scan_alg;              /* ZAP_SCAN_ALG */
     const char *exscan_alg;            /* ZAP_EXSCAN_ALG */
+    zap_comm_switch_t hier;            /* ZAP_COLL_HIER: the hosts' hierarchy where ranks span several hosts */
 } zap_comm_params_t;
 
 /* The largest context id zap_comm_create_group takes. */
@@ -186,7 +187,8 @@ enum {
     ZAP_COMM_ATTR_SINGLE_COPY = 1u << 6,    /* single_copy */
     ZAP_COMM_ATTR_OVERSUBSCRIBED = 1u << 7, /* oversubscribed */
     ZAP_COMM_ATTR_TIMEOUT = 1u << 8,        /* timeout_s */
-    ZAP_COMM_ATTR_ALGORITHMS = 1u << 9      /* allreduce_algorithm, bcast_algorithm (input: bytes) */
+    ZAP_COMM_ATTR_ALGORITHMS = 1u << 9,     /* allreduce_algorithm, bcast_algorithm (input: bytes) */
+    ZAP_COMM_ATTR_HOSTS = 1u << 10          /* hosts, hierarchy */
 };
 
 typedef struct zap_comm_attr {
@@ -205,6 +207,9 @@ typedef struct zap_comm_attr {
     double timeout_s;     /* ZAP_COMM_TIMEOUT_NONE: no deadline */
     const char *allreduce_algorithm; /* what an allreduce (bcast: broadcast) of bytes on host memory */
     const char *bcast_algorithm;     /* runs first on this communicator under its settings (static strings) */
+    int hosts;            /* the hosts its ranks are on (zap_transport_host tells them apart) */
+    int hierarchy;        /* 1: its collectives go through the hosts' hierarchy (several hosts, one with several
+                             ranks, ZAP_COLL_HIER allowing it: docs/collectives.md, "Across hosts") */
 } zap_comm_attr_t;
 
 /* Predicates of the selection table's rows (ZAP_COLL_PRED_*): what the
@@ -220,8 +225,10 @@ enum {
                                                a device is present */
     ZAP_COLL_PRED_HOST_MEMORY = 1u << 6,    /* every rank's buffers are host memory (voted in the agreement) */
     ZAP_COLL_PRED_GPU_MEMORY = 1u << 7,     /* every rank's buffers are managed or device memory (voted) */
-    ZAP_COLL_PRED_COMMUTATIVE = 1u << 8     /* the call's op combines operands in any order (every predefined op,
+    ZAP_COLL_PRED_COMMUTATIVE = 1u << 8,    /* the call's op combines operands in any order (every predefined op,
                                                a user op made commutative; calls without an op too) */
+    ZAP_COLL_PRED_HOSTS = 1u << 9           /* the ranks span several hosts, some with several ranks, and the
+                                               call agrees through the hosts' hierarchy (ZAP_COLL_HIER) */
 };
 
 /* One row of the selection table (zap_coll_selection_table): the automatic

@@ -168,8 +168,8 @@ TEST(Allreduce, AlgorithmSettingsNameTheTablesAlgorithms)
     }
     ASSERT_NE(ar, nullptr);
     ASSERT_NE(bc, nullptr);
-    EXPECT_STREQ(ar->accepted, "auto|rd|rabenseifner|ring|direct|shm|cma");
-    EXPECT_STREQ(bc->accepted, "auto|binomial|scatter_allgather|chain|rd|shm");
+    EXPECT_STREQ(ar->accepted, "auto|rd|rabenseifner|ring|direct|shm|cma|hier");
+    EXPECT_STREQ(bc->accepted, "auto|binomial|scatter_allgather|chain|rd|shm|hier");
     // Each name, forced, is what the communicator runs.
     int i = 0;
     for (const char *name : {"rd", "rabenseifner", "ring", "direct"}) {

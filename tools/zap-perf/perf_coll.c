@@ -39,7 +39,15 @@
  * NCCL (where libnccl.so.2 loads; NVLink multicast forced off): the same
  * operation on cudaMalloc buffers, its streaming time and busbw, its
  * isolated latency (launch + stream synchronise between barriers), and the
- * ratios zap busbw / NCCL busbw and zap latency / NCCL latency ("x nccl"). */
+ * ratios zap busbw / NCCL busbw and zap latency / NCCL latency ("x nccl").
+ *
+ * Inter-host bytes (zap only; zap_transport_traffic): what zap's transport
+ * sent to ranks on other hosts during the streaming passes, per call: xB/rank
+ * is the mean over ranks, xB/host the largest sum over the ranks of one host
+ * (hosts by zap_transport_host); the CSV adds the sum over all ranks. The
+ * lower bounds to hold them against (scripts/cluster-bench.sh prints them):
+ * allreduce, each host sends 2(H-1)/H of the vector over H hosts; broadcast,
+ * (H-1) vectors cross host boundaries in all. Zero on one host. */
 #include <mpi.h>
 #include <math.h>
 #include <stdbool.h>
@@ -95,13 +103,16 @@ static double bus_factor(coll_op_t op, int n)
 typedef struct coll_opts {
     size_t min, max;
     long iters, warmup; /* 0: by size */
+    long max_iters;     /* caps the iterations chosen by size (0: no cap) */
     long reps;          /* streaming passes per size (median and minimum reported) */
     char ops[256];
     char mem[16];
     const char *alg;
     const char *csv;
     int root;
-    int no_mpi, mpi_device, no_nccl;
+    int no_mpi, mpi_device, no_nccl, no_zap;
+    size_t sizes[64]; /* --sizes: this list instead of the powers of two */
+    int nsizes;
 } coll_opts_t;
 
 typedef struct bufs {
@@ -120,14 +131,35 @@ static void usage(void)
             "usage: mpirun -np N zap-perf coll [--op allreduce,bcast,...] [--min SIZE] [--max SIZE]\n"
             "                                 [--iters N] [--warmup N] [--mem host|managed|device]\n"
             "                                 [--alg NAME] [--root R] [--csv FILE] [--no-mpi]\n"
-            "                                 [--mpi-device] [--no-nccl] [--reps N]\n"
+            "                                 [--mpi-device] [--no-nccl] [--reps N] [--sizes LIST] [--no-zap]\n"
+            "                                 [--max-iters N]\n"
             "  sizes in bytes (K, M, G: powers of 1024), defaults --min 8 --max 64M; float32 sum\n"
             "  ops: allreduce bcast reduce reduce_scatter reduce_scatter_block gather gatherv alltoall\n"
             "  alltoallv scan exscan (sizes: the whole vector, the root's gathered result, or each rank's\n"
             "  alltoall send buffer)\n"
             "  --iters default by size (1000 below 64K ... 10 from 16M); --alg forces the op's algorithm\n"
             "  (its ZAP_<COLL>_ALG; auto: the selection table)\n"
-            "  --reps N: N streaming passes per size; time is their median, smin their minimum\n");
+            "  --reps N: N streaming passes per size; time is their median, smin their minimum\n"
+            "  --sizes 8,4K,1M: these sizes instead of the powers of two from --min to --max\n"
+            "  --max-iters N: at most N iterations where they are chosen by size\n"
+            "  --no-zap: MPI only (e.g. another Open MPI coll component in a run of its own)\n");
+}
+
+/* A comma-separated list of sizes (perf_parse_size), each at least 4. */
+static int parse_sizes(const char *v, coll_opts_t *o)
+{
+    char buf[512];
+    if (strlen(v) >= sizeof(buf))
+        return -1;
+    strcpy(buf, v);
+    o->nsizes = 0;
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
+        size_t sz = 0;
+        if (o->nsizes == (int)(sizeof(o->sizes) / sizeof(o->sizes[0])) || perf_parse_size(tok, &sz) != 0 || sz < 4)
+            return -1;
+        o->sizes[o->nsizes++] = sz;
+    }
+    return o->nsizes > 0 ? 0 : -1;
 }
 
 static int parse(int argc, char **argv, coll_opts_t *o)
@@ -144,6 +176,7 @@ static int parse(int argc, char **argv, coll_opts_t *o)
         if (strcmp(a, "--no-mpi") == 0) { o->no_mpi = 1; continue; }
         if (strcmp(a, "--mpi-device") == 0) { o->mpi_device = 1; continue; }
         if (strcmp(a, "--no-nccl") == 0) { o->no_nccl = 1; continue; }
+        if (strcmp(a, "--no-zap") == 0) { o->no_zap = 1; continue; }
         if (v == NULL) {
             fprintf(stderr, "zap-perf coll: %s needs a value\n", a);
             return -1;
@@ -153,14 +186,27 @@ static int parse(int argc, char **argv, coll_opts_t *o)
         if (strcmp(a, "--max") == 0 && perf_parse_size(v, &o->max) == 0) continue;
         if (strcmp(a, "--iters") == 0 && (o->iters = atol(v)) > 0) continue;
         if (strcmp(a, "--warmup") == 0 && (o->warmup = atol(v)) >= 0) continue;
+        if (strcmp(a, "--max-iters") == 0 && (o->max_iters = atol(v)) > 0) continue;
         if (strcmp(a, "--reps") == 0 && (o->reps = atol(v)) > 0) continue;
         if (strcmp(a, "--root") == 0) { o->root = atoi(v); continue; }
         if (strcmp(a, "--op") == 0 && strlen(v) < sizeof(o->ops)) { strcpy(o->ops, v); continue; }
         if (strcmp(a, "--mem") == 0 && strlen(v) < sizeof(o->mem)) { strcpy(o->mem, v); continue; }
         if (strcmp(a, "--alg") == 0) { o->alg = v; continue; }
         if (strcmp(a, "--csv") == 0) { o->csv = v; continue; }
+        if (strcmp(a, "--sizes") == 0 && parse_sizes(v, o) == 0) continue;
         fprintf(stderr, "zap-perf coll: bad option or value: %s %s\n", a, v);
         return -1;
+    }
+    if (o->no_zap && o->no_mpi) {
+        fprintf(stderr, "zap-perf coll: --no-zap and --no-mpi leave nothing to measure\n");
+        return -1;
+    }
+    if (o->nsizes > 0) {
+        o->min = o->sizes[0];
+        for (int k = 0; k < o->nsizes; k++) {
+            o->min = o->sizes[k] < o->min ? o->sizes[k] : o->min;
+            o->max = k == 0 || o->sizes[k] > o->max ? o->sizes[k] : o->max;
+        }
     }
     if (o->min < 4 || o->min > o->max) {
         fprintf(stderr, "zap-perf coll: need 4 <= --min <= --max (float32 elements)\n");
@@ -405,7 +451,43 @@ typedef struct result {
     double lat_med; /* the slowest rank's median: robust on a noisy, shared machine */
     double stream_min; /* fastest streaming pass (of --reps), us */
     long wrong;
+    double xhost_rank, xhost_host_max, xhost_total; /* inter-host bytes per call (zap) */
 } result_t;
+
+/* Bytes this rank's transport has sent to other hosts so far. */
+static uint64_t xhost_bytes(const ctx_t *c)
+{
+    zap_transport_traffic_t tr;
+    if (c->impl != IMPL_ZAP || zap_transport_traffic(zap_comm_transport(c->comm), &tr) != ZAP_OK)
+        return 0;
+    return tr.bytes[ZAP_PEER_OTHER_HOST];
+}
+
+/* This rank's inter-host bytes per call, summed per host over every rank. */
+static void xhost_gather(const ctx_t *c, double mine, result_t *r)
+{
+    uint64_t host = 0;
+    (void)zap_transport_host(zap_comm_transport(c->comm), g_rank, &host);
+    double *v = malloc(sizeof(double) * (size_t)g_size);
+    uint64_t *h = malloc(sizeof(uint64_t) * (size_t)g_size);
+    if (v == NULL || h == NULL)
+        die("inter-host byte table", ZAP_ERR_NO_MEMORY);
+    MPI_Allgather(&mine, 1, MPI_DOUBLE, v, 1, MPI_DOUBLE, MPI_COMM_WORLD);
+    MPI_Allgather(&host, 1, MPI_UINT64_T, h, 1, MPI_UINT64_T, MPI_COMM_WORLD);
+    double total = 0, best = 0;
+    for (int i = 0; i < g_size; i++) {
+        total += v[i];
+        double sum = 0;
+        for (int j = 0; j < g_size; j++)
+            sum += h[j] == h[i] ? v[j] : 0;
+        best = sum > best ? sum : best;
+    }
+    r->xhost_rank = total / g_size;
+    r->xhost_host_max = best;
+    r->xhost_total = total;
+    free(v);
+    free(h);
+}
 
 static void measure(const ctx_t *c, long iters, long warmup, long reps, result_t *r)
 {
@@ -418,6 +500,7 @@ static void measure(const ctx_t *c, long iters, long warmup, long reps, result_t
     double passes[64];
     if (reps > 64)
         reps = 64;
+    uint64_t x0 = xhost_bytes(c);
     for (long k = 0; k < reps; k++) {
         MPI_Barrier(MPI_COMM_WORLD);
         double t0 = perf_now();
@@ -431,6 +514,8 @@ static void measure(const ctx_t *c, long iters, long warmup, long reps, result_t
         fastest = passes[k] < fastest ? passes[k] : fastest;
     double worst = perf_median(passes, (int)reps);
     r->stream_min = fastest * 1e6;
+    if (c->impl == IMPL_ZAP)
+        xhost_gather(c, (double)(xhost_bytes(c) - x0) / (double)(reps * iters), r);
     long wrong = check(c);
     /* Isolated, each iteration validated. */
     double sum = 0, mn = 1e30, mx = 0;
@@ -576,14 +661,16 @@ int perf_coll_main(int argc, char **argv)
                       "op,mem,ranks,bytes,count,iters,alg,zap_time_us,zap_algbw,zap_busbw,zap_wrong,mpi_time_us,"
                       "mpi_algbw,mpi_busbw,mpi_wrong,busbw_ratio,zap_lat_avg,zap_lat_min,zap_lat_max,mpi_lat_avg,"
                       "mpi_lat_min,mpi_lat_max,lat_ratio,stage_GBps,nccl_time_us,nccl_busbw,zap_lat_med,mpi_lat_med,med_ratio,"
-                      "reps,zap_stream_min,mpi_stream_min,nccl_lat_us,busbw_x_nccl,lat_x_nccl",
+                      "reps,zap_stream_min,mpi_stream_min,nccl_lat_us,busbw_x_nccl,lat_x_nccl,zap_xhost_rank,"
+                      "zap_xhost_host_max,zap_xhost_total",
                       g_rank) != 0)
         return 1;
     if (g_rank == 0) {
         printf("# zap-perf coll: %d ranks, mem %s, float32 (reductions: sum), UCX_TLS %s; times in us, GB/s\n", g_size,
                o.mem, getenv("UCX_TLS") ? getenv("UCX_TLS") : "(default)");
         printf("# busbw x = zap busbw / MPI busbw (higher: zap faster); lat x = zap avg / MPI avg (lower: zap faster);\n"
-               "# med = slowest rank's median isolated latency, zap/MPI\n");
+               "# med = slowest rank's median isolated latency, zap/MPI; xB = zap's bytes to other hosts per call,\n"
+               "# mean per rank / largest per host\n");
         printf("%-20s %10s %9s %-12s | %9s %8s %8s %5s | %9s %8s %8s %5s | %7s | %8s %8s %8s | %8s %8s %8s | %6s\n",
                "op", "bytes", "count", "alg", "zap_us", "algbw", "busbw", "wrong", "mpi_us", "algbw", "busbw", "wrong",
                "busbw x", "zlat", "zmin", "zmax", "mlat", "mmin", "mmax", "lat x");
@@ -628,7 +715,8 @@ int perf_coll_main(int argc, char **argv)
                 die("zap_comm_create_ex", st);
         }
         zap_comm_t *opcomm = forced != NULL ? forced : comm;
-        for (size_t bytes = o.min; bytes <= o.max; bytes *= 2) {
+        for (int k = 0; o.nsizes > 0 ? k < o.nsizes : (o.min << k) <= o.max; k++) {
+            size_t bytes = o.nsizes > 0 ? o.sizes[k] : o.min << k;
             size_t count = bytes / sizeof(float), part = count / (size_t)g_size;
             bool per_rank = op != OP_ALLREDUCE && op != OP_BCAST && op != OP_REDUCE && op != OP_SCAN &&
                             op != OP_EXSCAN;
@@ -637,6 +725,8 @@ int perf_coll_main(int argc, char **argv)
             if (per_rank)
                 count = part * (size_t)g_size;
             long iters = o.iters ? o.iters : default_iters(bytes);
+            if (!o.iters && o.max_iters > 0 && iters > o.max_iters)
+                iters = o.max_iters;
             long warmup = o.warmup ? o.warmup : (iters / 10 > 2 ? iters / 10 : 2);
             long reps = o.reps ? o.reps : 1;
             ctx_t c = {IMPL_ZAP, op, opcomm, &b, count, part, o.root, vcounts, vdispls, ivcounts, ivdispls};
@@ -649,7 +739,8 @@ int perf_coll_main(int argc, char **argv)
             result_t z = {0}, m = {0};
             uint64_t gpu0, fb0, gpu1, fb1; /* GPU-resident path (core/coll/gpu): did zap's calls take it? */
             zap_coll_gpu_counts(&gpu0, &fb0);
-            measure(&c, iters, warmup, reps, &z);
+            if (!o.no_zap)
+                measure(&c, iters, warmup, reps, &z);
             zap_coll_gpu_counts(&gpu1, &fb1);
             if (use_mpi) {
                 c.impl = IMPL_MPI;
@@ -683,6 +774,7 @@ int perf_coll_main(int argc, char **argv)
                        tok, bytes, count, alg, z.time_us, z.algbw, z.busbw, z.wrong, m.time_us, m.algbw, m.busbw,
                        m.wrong, bx, z.lat_avg, z.lat_min, z.lat_max, m.lat_avg, m.lat_min, m.lat_max, lx);
                 printf(" | med %.2f/%.2f", z.lat_med, m.lat_med);
+                printf(" | xB %.0f/%.0f", z.xhost_rank, z.xhost_host_max);
                 if (reps > 1)
                     printf(" | smin %.2f/%.2f", z.stream_min, m.stream_min);
                 if (kind != 0)
@@ -695,12 +787,14 @@ int perf_coll_main(int argc, char **argv)
                 if (out.csv)
                     fprintf(out.csv,
                             "%s,%s,%d,%zu,%zu,%ld,%s,%.3f,%.4f,%.4f,%ld,%.3f,%.4f,%.4f,%ld,%.4f,%.3f,%.3f,%.3f,%.3f,%.3f,"
-                            "%.3f,%.4f,%.4f,%.3f,%.4f,%.3f,%.3f,%.4f,%ld,%.3f,%.3f,%.3f,%.4f,%.4f\n",
+                            "%.3f,%.4f,%.4f,%.3f,%.4f,%.3f,%.3f,%.4f,%ld,%.3f,%.3f,%.3f,%.4f,%.4f,%.1f,%.1f,%.1f\n",
                             tok, o.mem, g_size, bytes, count, iters, alg, z.time_us, z.algbw, z.busbw, z.wrong,
                             m.time_us, m.algbw, m.busbw, m.wrong, bx, z.lat_avg, z.lat_min, z.lat_max, m.lat_avg,
                             m.lat_min, m.lat_max, lx, stage, nccl_us, nccl_busbw, z.lat_med, m.lat_med,
                             use_mpi && m.lat_med > 0 ? z.lat_med / m.lat_med : 0, reps, z.stream_min, m.stream_min,
-                            nccl_lat, nbx, nlx);
+                            nccl_lat, nbx, nlx, z.xhost_rank, z.xhost_host_max, z.xhost_total);
+                if (out.csv)
+                    fflush(out.csv); /* a run stopped by a time limit keeps the sizes it finished */
             }
         }
         zap_comm_destroy(forced);

@@ -136,6 +136,7 @@ zap_status_t zap_coll_agree_progress(zap_coll_op_t *op)
     switch (op->agree.form) {
     case ZAP_COLL_FORM_SHM: return zap_coll_agree_shm_progress(op);
     case ZAP_COLL_FORM_FLAT: return zap_coll_agree_flat_progress(op);
+    case ZAP_COLL_FORM_HIER: return zap_coll_agree_hier_progress(op);
     default: return zap_coll_agree_rd_progress(op);
     }
 }

@@ -192,4 +192,7 @@ zap_status_t zap_coll_agree_flat_progress(zap_coll_op_t *op);
  * publishes this rank's slot when it may and waits for the others. */
 zap_status_t zap_coll_agree_shm_setup(zap_coll_op_t *op, bool reserved);
 zap_status_t zap_coll_agree_shm_progress(zap_coll_op_t *op);
+/* The hierarchical form (agree_hier.c): up to each host's leader, across the
+ * leaders by recursive doubling over the hosts, down again. */
+zap_status_t zap_coll_agree_hier_progress(zap_coll_op_t *op);
 #endif

@@ -11,6 +11,7 @@
 #include "coll/engine/select.h"
 #include "coll/engine/step.h"
 #include "coll/patterns/patterns.h"
+#include "coll/hier/hier.h"
 #include "base/log.h"
 #include <string.h>
 
@@ -106,17 +107,20 @@ static zap_status_t ring_init(zap_coll_op_t *op)
 
 static const zap_coll_alg_t algs[] = {
     {.name = "ring", .description = "ring, blocks straight into place", .init = ring_init},
+    {.name = "hier", .description = "the node's allgather, the hosts' packs among the leaders, the node's broadcast",
+     .init = zap_allgatherv_hier_init, .require = ZAP_COLL_PRED_HOSTS},
 };
 static const zap_coll_row_t rows[] = {
+    {1, 3, INT32_MAX, 0, SIZE_MAX, 0, 0, "ranks on several hosts: each host receives the others' blocks once"},
     {0, 1, INT32_MAX, 0, SIZE_MAX, 0, 0, "(p-1)/p of the result through every link, the minimum"},
 };
 const zap_coll_desc_t zap_allgatherv_desc = {
     .name = "allgatherv",
     .kind = ZAP_COLL_ALLGATHERV,
     .algs = algs,
-    .nalgs = 1,
+    .nalgs = 2,
     .rows = rows,
-    .nrows = 1,
+    .nrows = 2,
     .setting = ZAP_CFG_COUNT,
 };
 

@@ -13,6 +13,10 @@
  *                 segment's large area beyond. Ranks on one host.
  *   cma           single copy: each rank reduces its block reading the
  *                 others' buffers directly. Large host vectors, one host.
+ *   hier          through the hosts' hierarchy: small vectors in the
+ *                 hierarchical agreement, larger ones node allreduce,
+ *                 leaders' allreduce of slices, node allgather, pipelined.
+ *                 Ranks on several hosts.
  *   gpu           the GPU-resident path (coll/gpu): kernels that read and
  *                 write the peers' GPU memory. Managed or device buffers, one
  *                 host, every size.
@@ -59,6 +63,10 @@ static const zap_coll_alg_t algs[ZAP_AR_NALGS] = {
                     .init = zap_allreduce_cma_init,
                     .require = ZAP_COLL_PRED_SAME_HOST | ZAP_COLL_PRED_SINGLE_COPY | ZAP_COLL_PRED_HOST_MEMORY,
                     .vote_lane = ZAP_COLL_LANE_VOTE_HOST, .vote = zap_allreduce_cma_vote, .by_name = true},
+    [ZAP_AR_HIER] = {.name = "hier",
+                     .description = "through the hosts' hierarchy: up to each host's leader, across the hosts, down",
+                     .init = zap_allreduce_hier_init, .require = ZAP_COLL_PRED_HOSTS | ZAP_COLL_PRED_COMMUTATIVE,
+                     .agrees_in_data = ZAP_AR_HIER_SMALL_BYTES, .by_name = true},
     [ZAP_AR_GPU] = {.name = "gpu",
                     .description = "kernels reading and writing the peers' GPU memory (one-shot; reduce-scatter + "
                                    "allgather from 1 MiB)",
@@ -68,7 +76,10 @@ static const zap_coll_alg_t algs[ZAP_AR_NALGS] = {
 
 /* Every row that holds is a candidate, in this order. */
 static const zap_coll_row_t rows[] = {
-    {ZAP_AR_GPU, 2, 8, ALL_BYTES, 0, 0, "GPU-resident buffers on one host: GPU to GPU over peer mappings, every size"},
+    {ZAP_AR_HIER, 3, INT32_MAX, ALL_BYTES, 0, 0,
+     "ranks on several hosts: each host's ranks meet in shared memory, one stream per slice crosses the network"},
+    {ZAP_AR_GPU, 2, 8, ALL_BYTES, 0, ZAP_COLL_PRED_HOSTS,
+     "GPU-resident buffers on one host: GPU to GPU over peer mappings, every size"},
     {ZAP_AR_CMA, SHM_RANKS, KiB(256), SIZE_MAX, 0, ZAP_COLL_PRED_OVERSUBSCRIBED,
      "large host vectors on one host: one copy per byte, no staging area"},
     {ZAP_AR_CMA, SHM_RANKS, ALL_BYTES, ZAP_COLL_PRED_OVERSUBSCRIBED, ZAP_COLL_PRED_FITS_SHM,

@@ -23,9 +23,14 @@ typedef enum zap_coll_kind {
 } zap_coll_kind_t;
 
 /* How a call's arguments are agreed (agree/): by recursive doubling, flat
- * (every rank with every other in one round) or through the communicator's
- * shared segment. Chosen from the communicator and its settings only, never
+ * (every rank with every other in one round), through the communicator's
+ * shared segment, or through the hosts' hierarchy. Chosen from the communicator and its settings only, never
  * from the arguments: ranks that disagree must still exchange the same
  * messages, or some would wait for messages that never come. */
-typedef enum zap_coll_form { ZAP_COLL_FORM_RD, ZAP_COLL_FORM_FLAT, ZAP_COLL_FORM_SHM } zap_coll_form_t;
+typedef enum zap_coll_form {
+    ZAP_COLL_FORM_RD,
+    ZAP_COLL_FORM_FLAT,
+    ZAP_COLL_FORM_SHM,
+    ZAP_COLL_FORM_HIER /* through the hosts' hierarchy (agree_hier.c): where a communicator spans hosts */
+} zap_coll_form_t;
 #endif

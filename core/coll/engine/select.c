@@ -5,6 +5,7 @@
 #include "coll/engine/mem.h"
 #include "coll/reduce/reduce.h"
 #include "coll/shm/shm.h"
+#include "coll/hier/hier.h"
 #include "base/log.h"
 #include "cuda_coll.h"
 #include <string.h>
@@ -55,6 +56,8 @@ static uint32_t call_predicates(const zap_comm_t *comm, size_t bytes, zap_mem_ki
         preds |= ZAP_COLL_PRED_OVERSUBSCRIBED;
     if (form == ZAP_COLL_FORM_FLAT)
         preds |= ZAP_COLL_PRED_FLAT;
+    if (form == ZAP_COLL_FORM_HIER)
+        preds |= ZAP_COLL_PRED_HOSTS;
     if (!(call_flags & ZAP_COLL_CALL_NO_GPU) && gpu_path_wanted(comm, bytes, mem))
         preds |= ZAP_COLL_PRED_GPU_PATH;
     return preds;
@@ -171,12 +174,20 @@ static void choose(zap_coll_op_t *op, const zap_coll_desc_t *desc, zap_comm_t *c
     *votes_p = m->votes != 0;
 }
 
+zap_coll_form_t zap_coll_form_of(const zap_coll_desc_t *desc, zap_comm_t *comm)
+{
+    zap_coll_form_t form = desc->form != NULL ? desc->form(comm) : ZAP_COLL_FORM_RD;
+    /* Across hosts every call agrees through the hierarchy: whatever
+     * algorithm a rank then runs, all exchange the same messages first. */
+    return form == ZAP_COLL_FORM_RD && zap_coll_hier_layered(comm) ? ZAP_COLL_FORM_HIER : form;
+}
+
 void zap_coll_op_begin(zap_coll_op_t *op)
 {
     const zap_coll_desc_t *desc = op->desc;
     zap_comm_t *comm = op->comm;
     const zap_coll_args_t *a = &op->args;
-    op->form = desc->form != NULL ? desc->form(comm) : ZAP_COLL_FORM_RD;
+    op->form = zap_coll_form_of(desc, comm);
     if (op->local_error != ZAP_OK) {
         /* Take part in the argument exchange with the header marked bad, so
          * the other ranks learn of it instead of waiting. */
@@ -225,7 +236,10 @@ zap_status_t zap_coll_post(zap_comm_t *comm, const zap_coll_desc_t *desc, const 
     op->desc = desc;
     op->args = *args;
     op->local_error = local;
-    if (desc->needs_setup && comm->setup != ZAP_COLL_SETUP_DONE && comm->setup != ZAP_COLL_SETUP_FAILED) {
+    /* Across hosts every collective waits for the setup: it agrees on the
+     * ids of the hierarchy's communicators (a group communicator's). */
+    bool needs = desc->needs_setup || (comm->child_ctx == 0 && zap_coll_hier_layered(comm));
+    if (needs && comm->setup != ZAP_COLL_SETUP_DONE && comm->setup != ZAP_COLL_SETUP_FAILED) {
         /* The first call that reads what the setup agrees: the setup goes
          * ahead of it (every rank makes the same calls, so every rank's setup
          * takes the same place), and the call begins once it is done. */
@@ -235,7 +249,7 @@ zap_status_t zap_coll_post(zap_comm_t *comm, const zap_coll_desc_t *desc, const 
         }
         op->deferred = true;
     } else {
-        if (comm->setup == ZAP_COLL_SETUP_FAILED && desc->needs_setup && op->local_error == ZAP_OK)
+        if (comm->setup == ZAP_COLL_SETUP_FAILED && needs && op->local_error == ZAP_OK)
             op->local_error = comm->setup_status;
         zap_coll_op_begin(op);
     }

@@ -116,6 +116,10 @@ int zap_coll_candidates(const zap_coll_desc_t *desc, const zap_comm_t *comm, siz
                         zap_coll_form_t form, int force, uint8_t *cand);
 int zap_coll_candidates_flags(const zap_coll_desc_t *desc, const zap_comm_t *comm, size_t bytes, zap_mem_kind_t mem,
                               zap_coll_form_t form, int force, unsigned call_flags, uint8_t *cand);
+/* How a call of desc on comm agrees: the collective's form, or through the
+ * hosts' hierarchy where it would be recursive doubling and comm spans
+ * hosts (coll/hier/hier.h). The same on every rank of comm. */
+zap_coll_form_t zap_coll_form_of(const zap_coll_desc_t *desc, zap_comm_t *comm);
 /* The collective's algorithm called name (by_name ones), or -1. */
 int zap_coll_alg_find(const zap_coll_desc_t *desc, const char *name);
 #endif

@@ -11,6 +11,7 @@
 #include "coll/engine/mem.h"
 #include "coll/engine/select.h"
 #include "coll/engine/step.h"
+#include "coll/hier/hier.h"
 #include "base/log.h"
 #include <string.h>
 
@@ -132,17 +133,20 @@ static zap_status_t linear_init(zap_coll_op_t *op)
 static const zap_coll_alg_t algs[] = {
     {.name = "linear", .description = "the root sends each rank its part directly, all sends at once",
      .init = linear_init},
+    {.name = "hier", .description = "one message per host to its leader, then each host's own scatter",
+     .init = zap_scatterv_hier_init, .require = ZAP_COLL_PRED_HOSTS},
 };
 static const zap_coll_row_t rows[] = {
+    {1, 3, INT32_MAX, 0, SIZE_MAX, 0, 0, "ranks on several hosts: each host receives its share once, in one piece"},
     {0, 1, INT32_MAX, 0, SIZE_MAX, 0, 0, "the root's link carries (p-1)/p of the data once, the least possible"},
 };
 const zap_coll_desc_t zap_scatterv_desc = {
     .name = "scatterv",
     .kind = ZAP_COLL_SCATTERV,
     .algs = algs,
-    .nalgs = 1,
+    .nalgs = 2,
     .rows = rows,
-    .nrows = 1,
+    .nrows = 2,
     .setting = ZAP_CFG_COUNT,
 };
 
