@@ -37,10 +37,10 @@ static void *scatter_main(void *arg)
     zap_verify_job_state_t *j = a->j;
     size_t R = (size_t)j->nranks;
     int root = j->rank == j->root;
-    a->status = zap_scatterv(j->comm, root ? j->root_view.records : NULL, a->counts, a->counts + R, a->records,
+    a->status = zap_scatterv(j->comm, root ? j->root_view.records : NULL, a->counts, (const ptrdiff_t *)(a->counts + R), a->records,
                              a->records_cap, ZAP_DT_UINT8, j->root);
     if (a->status == ZAP_OK && j->var_scatter)
-        a->status = zap_scatterv(j->comm, root ? j->root_view.blob : NULL, a->counts + 2 * R, a->counts + 3 * R,
+        a->status = zap_scatterv(j->comm, root ? j->root_view.blob : NULL, a->counts + 2 * R, (const ptrdiff_t *)(a->counts + 3 * R),
                                  a->blob, a->blob_cap, ZAP_DT_UINT8, j->root);
     a->t_done = zap_clock_now();
     return NULL;

@@ -185,11 +185,12 @@ TEST_F(HierMpi, BroadcastFromEveryRootArrivesIntact)
 TEST_F(HierMpi, ScattervAndAllgathervFromEveryRootArriveIntact)
 {
     for (size_t k : {(size_t)1, (size_t)4000}) {
-        std::vector<size_t> counts(size), displs(size);
+        std::vector<size_t> counts(size);
+        std::vector<ptrdiff_t> displs(size);
         size_t at = 0;
         for (int r = 0; r < size; r++) {
             counts[r] = (size_t)((r * 3 + 1) % 4) * k; // some zero
-            displs[r] = at;
+            displs[r] = (ptrdiff_t)at;
             at += counts[r] + 1;
         }
         std::vector<int64_t> src(at);

@@ -471,12 +471,12 @@ std::vector<size_t> uneven_counts(int n, size_t k, int seed)
         c[r] = (size_t)((r * 37 + seed) % 5) * k;
     return c;
 }
-std::vector<size_t> displs_of(const std::vector<size_t> &counts, size_t gap)
+std::vector<ptrdiff_t> displs_of(const std::vector<size_t> &counts, size_t gap)
 {
-    std::vector<size_t> d(counts.size());
+    std::vector<ptrdiff_t> d(counts.size());
     size_t at = 0;
     for (size_t r = counts.size(); r-- > 0;) { // reversed order, with gaps: displacements need not follow ranks
-        d[r] = at;
+        d[r] = (ptrdiff_t)at;
         at += counts[r] + gap;
     }
     return d;
@@ -540,9 +540,9 @@ TEST(HierScatterv, ACapacityTooSmallIsReportedOnEveryHost)
     HostWorld w(block("2x3", {3, 3}));
     std::vector<size_t> counts(w.n, 4);
     counts[4] = 9; // rank 4 has room for 4
-    std::vector<size_t> displs(w.n);
+    std::vector<ptrdiff_t> displs(w.n);
     for (int r = 0; r < w.n; r++)
-        displs[r] = (size_t)r * 10;
+        displs[r] = (ptrdiff_t)r * 10;
     std::vector<int32_t> src(10 * w.n, 1);
     std::vector<std::vector<int32_t>> out(w.n, std::vector<int32_t>(9));
     LogCapture cap;

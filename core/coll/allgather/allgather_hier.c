@@ -21,8 +21,10 @@ typedef enum { AH_START, AH_NODE_WAIT, AH_ACROSS_WAIT, AH_DOWN_WAIT, AH_DONE } a
 typedef struct ag_hier {
     ah_state_t state;
     size_t esize, total;
-    size_t *ncounts, *ndispls; /* the node allgather's (nlocal each) */
-    size_t *hcounts, *hdispls; /* the leaders' allgather: each host's pack (nhosts each) */
+    size_t *ncounts;
+    ptrdiff_t *ndispls; /* the node allgather's (nlocal each) */
+    size_t *hcounts;
+    ptrdiff_t *hdispls; /* the leaders' allgather: each host's pack (nhosts each) */
     char *packs;               /* every host's pack, by host (scratch2) */
     zap_request_t *req;
     uint64_t ticket; /* its turn on the hierarchy's communicators (hier.h) */
@@ -31,7 +33,10 @@ typedef struct ag_hier {
 _Static_assert(sizeof(ag_hier_t) <= ZAP_COLL_ALG_STATE_BYTES, "state too large");
 
 static size_t count_of(const zap_coll_args_t *a, int r) { return a->counts ? a->counts[r] : a->count; }
-static size_t displ_of(const zap_coll_args_t *a, int r) { return a->counts ? a->displs[r] : (size_t)r * a->count; }
+static ptrdiff_t displ_of(const zap_coll_args_t *a, int r)
+{
+    return a->counts ? a->displs[r] : (ptrdiff_t)((size_t)r * a->count);
+}
 
 static void release(zap_coll_op_t *op)
 {
@@ -52,7 +57,7 @@ static void move_host(zap_coll_op_t *op, ag_hier_t *s, int g, bool to_pack)
     char *pack = s->packs + s->hdispls[g] * s->esize;
     for (int l = 0; l < t->host_size[g]; l++) {
         int r = zap_coll_topo_rank(t, g, l);
-        char *at = (char *)a->dst + displ_of(a, r) * s->esize;
+        char *at = (char *)a->dst + displ_of(a, r) * (ptrdiff_t)s->esize;
         size_t bytes = count_of(a, r) * s->esize;
         if (to_pack)
             zap_coll_copy(op, pack, at, bytes);
@@ -87,7 +92,7 @@ static zap_status_t progress(zap_coll_op_t *op)
                 return ZAP_INPROGRESS; /* an earlier operation still posts on the same communicators */
             if (h->node == NULL) {
                 if (a->src != NULL)
-                    zap_coll_copy(op, (char *)a->dst + displ_of(a, op->comm->rank) * s->esize, a->src,
+                    zap_coll_copy(op, (char *)a->dst + displ_of(a, op->comm->rank) * (ptrdiff_t)s->esize, a->src,
                                   count_of(a, op->comm->rank) * s->esize);
                 s->state = AH_NODE_WAIT;
                 break;
@@ -148,9 +153,9 @@ zap_status_t zap_allgatherv_hier_init(zap_coll_op_t *op)
     if (st != ZAP_OK)
         return st;
     s->ncounts = op->scratch.ptr;
-    s->ndispls = s->ncounts + nl;
-    s->hcounts = s->ndispls + nl;
-    s->hdispls = s->hcounts + nh;
+    s->ndispls = (ptrdiff_t *)(s->ncounts + nl);
+    s->hcounts = (size_t *)(s->ndispls + nl);
+    s->hdispls = (ptrdiff_t *)(s->hcounts + nh);
     for (size_t l = 0; l < nl; l++) {
         int r = zap_coll_topo_rank(t, h->host, (int)l);
         s->ncounts[l] = count_of(a, r);
@@ -158,7 +163,7 @@ zap_status_t zap_allgatherv_hier_init(zap_coll_op_t *op)
     }
     s->total = 0;
     for (int g = 0; g < t->nhosts; g++) {
-        s->hdispls[g] = s->total;
+        s->hdispls[g] = (ptrdiff_t)s->total;
         s->hcounts[g] = 0;
         for (int l = 0; l < t->host_size[g]; l++)
             s->hcounts[g] += count_of(a, zap_coll_topo_rank(t, g, l));

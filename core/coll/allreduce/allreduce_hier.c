@@ -127,7 +127,7 @@ static zap_status_t post_c(zap_coll_op_t *op, hier_ar_t *s, int t)
     if (s->slices == 1)
         return zap_ibcast(h->node, at, n, a->dt, 0, &s->c[t % 2]);
     const size_t *counts = s->counts + (t == s->nchunks - 1 ? 2 * (size_t)h->nlocal : 0);
-    const size_t *displs = counts + h->nlocal * 4;
+    const ptrdiff_t *displs = (const ptrdiff_t *)(counts + h->nlocal * 4); /* the signed view of the table */
     return zap_iallgatherv(h->node, ZAP_IN_PLACE, counts[h->local], at, counts, displs, a->dt, &s->c[t % 2]);
 }
 
@@ -180,11 +180,11 @@ static zap_status_t progress_large(zap_coll_op_t *op)
 }
 
 /* The allgather's counts and displacements for a chunk of n elements. */
-static void slice_table(size_t n, int slices, int nlocal, size_t *counts, size_t *displs)
+static void slice_table(size_t n, int slices, int nlocal, size_t *counts, ptrdiff_t *displs)
 {
     for (int l = 0; l < nlocal; l++) {
         counts[l] = l < slices ? zap_pat_block_count(n, (size_t)slices, (size_t)l) : 0;
-        displs[l] = l < slices ? zap_pat_block_disp(n, (size_t)slices, (size_t)l) : 0;
+        displs[l] = l < slices ? (ptrdiff_t)zap_pat_block_disp(n, (size_t)slices, (size_t)l) : 0;
     }
 }
 
@@ -216,9 +216,9 @@ static zap_status_t init_large(zap_coll_op_t *op)
         if ((st = zap_coll_scratch(op, &op->scratch, 8 * nl * sizeof(size_t))) != ZAP_OK)
             return st;
         s->counts = op->scratch.ptr;
-        slice_table(s->chunk, s->slices, h->nlocal, s->counts, s->counts + 4 * nl);
+        slice_table(s->chunk, s->slices, h->nlocal, s->counts, (ptrdiff_t *)(s->counts + 4 * nl));
         size_t last = s->nchunks > 0 ? chunk_len(s, a->count, s->nchunks - 1) : 0;
-        slice_table(last, s->slices, h->nlocal, s->counts + 2 * nl, s->counts + 6 * nl);
+        slice_table(last, s->slices, h->nlocal, s->counts + 2 * nl, (ptrdiff_t *)(s->counts + 6 * nl));
     }
     if ((st = zap_coll_hier_ticket(comm, &s->ticket)) != ZAP_OK)
         return st;

@@ -34,7 +34,8 @@ typedef struct scv_hier {
     int next_host;         /* the root: the next host to send to */
     size_t esize;
     uint64_t *counts;      /* this host's counts (nlocal), in scratch */
-    size_t *ncounts, *ndispls; /* the node scatter's counts and displacements (nlocal each), in scratch */
+    size_t *ncounts;
+    ptrdiff_t *ndispls; /* the node scatter's counts and displacements (nlocal each), in scratch */
     char *packed;          /* a leader's copy of its host's parts (scratch2), or the root's buffer */
     size_t packed_bytes;
     zap_request_t *node;   /* the node scatter */
@@ -45,7 +46,10 @@ typedef struct scv_hier {
 _Static_assert(sizeof(scv_hier_t) <= ZAP_COLL_ALG_STATE_BYTES, "state too large");
 
 static size_t count_of(const zap_coll_args_t *a, int r) { return a->counts ? a->counts[r] : a->fixed; }
-static size_t displ_of(const zap_coll_args_t *a, int r) { return a->counts ? a->displs[r] : (size_t)r * a->fixed; }
+static ptrdiff_t displ_of(const zap_coll_args_t *a, int r)
+{
+    return a->counts ? a->displs[r] : (ptrdiff_t)((size_t)r * a->fixed);
+}
 
 static void release(zap_coll_op_t *op)
 {
@@ -70,7 +74,7 @@ static size_t pack_host(const zap_coll_op_t *op, const scv_hier_t *s, int g, uin
         int r = zap_coll_topo_rank(t, g, l);
         counts[l] = count_of(a, r);
         if (out != NULL)
-            zap_coll_copy(op, out + at, (const char *)a->src + displ_of(a, r) * s->esize, counts[l] * s->esize);
+            zap_coll_copy(op, out + at, (const char *)a->src + displ_of(a, r) * (ptrdiff_t)s->esize, counts[l] * s->esize);
         at += counts[l] * s->esize;
     }
     return at;
@@ -153,7 +157,7 @@ static zap_status_t progress(zap_coll_op_t *op)
                 for (int l = 0; l < h->nlocal; l++) {
                     int r = zap_coll_topo_rank(t, h->host, l);
                     s->ncounts[l] = h->host == root_host ? count_of(a, r) : (size_t)s->counts[l];
-                    s->ndispls[l] = h->host == root_host ? displ_of(a, r) : at;
+                    s->ndispls[l] = h->host == root_host ? displ_of(a, r) : (ptrdiff_t)at;
                     at += s->ncounts[l];
                 }
                 from = h->host == root_host ? a->src : s->packed;
@@ -229,7 +233,7 @@ zap_status_t zap_scatterv_hier_init(zap_coll_op_t *op)
         return st;
     s->counts = op->scratch.ptr;
     s->ncounts = (size_t *)(s->counts + n);
-    s->ndispls = s->ncounts + h->nlocal;
+    s->ndispls = (ptrdiff_t *)(s->ncounts + h->nlocal);
     if (comm->rank == a->root) {
         /* The packing area: the largest other host's parts. */
         size_t most = 0;
