@@ -1067,16 +1067,16 @@ static void quiesce(ucp_transport_t *u, double deadline)
         return;
     }
     int finalized = 0;
-    MPI_Finalized(&finalized);
+    PMPI_Finalized(&finalized);
     if (finalized || any_peer_failed(u))
         return;
     MPI_Request barrier;
-    if (MPI_Ibarrier(u->w.comm, &barrier) != MPI_SUCCESS)
+    if (PMPI_Ibarrier(u->w.comm, &barrier) != MPI_SUCCESS)
         return;
     int done = 0;
     while (!done) {
         progress_locked(u);
-        MPI_Test(&barrier, &done, MPI_STATUS_IGNORE);
+        PMPI_Test(&barrier, &done, MPI_STATUS_IGNORE);
         /* A peer seen failing now has most likely passed the barrier and
          * closed; only the deadline ends the wait. */
         if (!done && zap_clock_now() > deadline) {
@@ -1186,13 +1186,13 @@ static zap_status_t create(MPI_Comm comm, const zap_ucp_oob_t *oob, zap_pool_t *
         size = oob->size;
     } else {
         int inited = 0;
-        MPI_Initialized(&inited);
+        PMPI_Initialized(&inited);
         if (!inited) {
             zap_error("ucp: MPI must be initialised to bootstrap the UCX transport");
             free(u);
             return ZAP_ERR_INVALID_PARAM;
         }
-        MPI_Comm_size(comm, &size);
+        PMPI_Comm_size(comm, &size);
     }
     if (size > (1 << ZAP_UCP_RANK_BITS)) {
         zap_error("ucp: %d ranks: the UCX transport's tags carry at most %d", size, 1 << ZAP_UCP_RANK_BITS);
@@ -1201,7 +1201,7 @@ static zap_status_t create(MPI_Comm comm, const zap_ucp_oob_t *oob, zap_pool_t *
     int mine = (int)st, all = 0;
     if (oob != NULL)
         all = (int)zap_ucp_oob_agree(oob, st);
-    else if (MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS)
+    else if (PMPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS)
         all = ZAP_ERR_TRANSPORT;
     if (all != ZAP_OK) {
         free(u);

@@ -50,7 +50,7 @@ static zap_status_t agree(zap_ucp_worker_t *w, zap_status_t local)
     if (w->oob.allgather != NULL)
         return zap_ucp_oob_agree(&w->oob, local);
     int mine = (int)local, all = 0;
-    if (MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, w->comm) != MPI_SUCCESS) {
+    if (PMPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, w->comm) != MPI_SUCCESS) {
         zap_error("ucp: MPI_Allreduce failed during bootstrap");
         return ZAP_ERR_TRANSPORT;
     }
@@ -193,7 +193,7 @@ static zap_status_t exchange_addresses(zap_ucp_worker_t *w)
         goto out;
     }
     int mine = (int)len;
-    if (MPI_Allgather(&mine, 1, MPI_INT, w->addr_len, 1, MPI_INT, w->comm) != MPI_SUCCESS) {
+    if (PMPI_Allgather(&mine, 1, MPI_INT, w->addr_len, 1, MPI_INT, w->comm) != MPI_SUCCESS) {
         st = ZAP_ERR_TRANSPORT;
         goto out;
     }
@@ -206,7 +206,7 @@ static zap_status_t exchange_addresses(zap_ucp_worker_t *w)
     st = agree(w, w->addrs == NULL ? ZAP_ERR_NO_MEMORY : ZAP_OK);
     if (st != ZAP_OK)
         goto out;
-    if (MPI_Allgatherv(addr, mine, MPI_BYTE, w->addrs, w->addr_len, w->addr_off, MPI_BYTE, w->comm) !=
+    if (PMPI_Allgatherv(addr, mine, MPI_BYTE, w->addrs, w->addr_len, w->addr_off, MPI_BYTE, w->comm) !=
         MPI_SUCCESS) {
         zap_error("ucp: rank %d: MPI_Allgatherv of worker addresses failed", w->rank);
         st = ZAP_ERR_TRANSPORT;
@@ -215,13 +215,13 @@ static zap_status_t exchange_addresses(zap_ucp_worker_t *w)
     /* Which ranks share a host (FNV-1a of the processor name). */
     char name[MPI_MAX_PROCESSOR_NAME];
     int nlen = 0;
-    MPI_Get_processor_name(name, &nlen);
+    PMPI_Get_processor_name(name, &nlen);
     uint64_t h = UINT64_C(14695981039346656037);
     for (int i = 0; i < nlen; i++)
         h = (h ^ (uint8_t)name[i]) * UINT64_C(1099511628211);
     w->host = calloc((size_t)w->size, sizeof(uint64_t));
     st = agree(w, w->host == NULL ? ZAP_ERR_NO_MEMORY : ZAP_OK);
-    if (st == ZAP_OK && MPI_Allgather(&h, 1, MPI_UINT64_T, w->host, 1, MPI_UINT64_T, w->comm) != MPI_SUCCESS)
+    if (st == ZAP_OK && PMPI_Allgather(&h, 1, MPI_UINT64_T, w->host, 1, MPI_UINT64_T, w->comm) != MPI_SUCCESS)
         st = ZAP_ERR_TRANSPORT;
 out:
     if (addr != NULL)
@@ -233,19 +233,19 @@ zap_status_t zap_ucp_worker_init(zap_ucp_worker_t *w, MPI_Comm comm, double time
 {
     memset(w, 0, sizeof(*w));
     int inited = 0, finalized = 0;
-    MPI_Initialized(&inited);
-    MPI_Finalized(&finalized);
+    PMPI_Initialized(&inited);
+    PMPI_Finalized(&finalized);
     if (!inited || finalized) {
         zap_error("ucp: MPI must be initialised (and not finalized) to bootstrap the UCX transport");
         return ZAP_ERR_INVALID_PARAM;
     }
-    if (MPI_Comm_dup(comm, &w->comm) != MPI_SUCCESS) {
+    if (PMPI_Comm_dup(comm, &w->comm) != MPI_SUCCESS) {
         zap_error("ucp: MPI_Comm_dup failed");
         w->comm = MPI_COMM_NULL;
         return ZAP_ERR_TRANSPORT;
     }
-    MPI_Comm_rank(w->comm, &w->rank);
-    MPI_Comm_size(w->comm, &w->size);
+    PMPI_Comm_rank(w->comm, &w->rank);
+    PMPI_Comm_size(w->comm, &w->size);
     zap_status_t st = agree(w, open_ucp(w, timeout_s));
     if (st == ZAP_OK)
         st = exchange_addresses(w);
@@ -329,9 +329,9 @@ void zap_ucp_worker_cleanup(zap_ucp_worker_t *w)
     if (w->context != NULL)
         ucp_cleanup(w->context);
     int finalized = 0;
-    MPI_Finalized(&finalized);
+    PMPI_Finalized(&finalized);
     if (w->comm != MPI_COMM_NULL && w->comm != 0 && !finalized)
-        MPI_Comm_free(&w->comm);
+        PMPI_Comm_free(&w->comm);
     free(w->addrs);
     free(w->addr_len);
     free(w->addr_off);

@@ -2,7 +2,11 @@
  * for the transport (ucp.c) and for zap-perf's raw-UCP mode, so the benchmark
  * compares like with like. MPI is used here and nowhere else in the transport:
  * to duplicate the caller's communicator, agree on success and exchange worker
- * addresses (MPI_Allgather of lengths, MPI_Allgatherv of bytes). */
+ * addresses (an allgather of lengths, an allgatherv of bytes). Every MPI call
+ * of zap goes through the profiling interface (PMPI_*), so a layer that
+ * interposes MPI functions (a PMPI tool, an interception library routing MPI
+ * collectives to zap) never re-enters itself from inside zap
+ * (mpi_tests/test_pmpi_only.c). */
 #ifndef ZAP_TRANSPORT_UCP_WORKER_H
 #define ZAP_TRANSPORT_UCP_WORKER_H
 #include <mpi.h>
