@@ -120,8 +120,8 @@ static int configure_peer_errors(zap_ucp_worker_t *w, ucp_config_t *config, doub
         yes = 1;
     }
     if (yes && !env_set("UCX_KEEPALIVE_INTERVAL")) {
-        double ka = timeout_s / 4;
-        ka = ka < 0.1 ? 0.1 : ka > 1.0 ? 1.0 : ka;
+        double ka = timeout_s / 4; /* INFINITY without a timeout */
+        ka = ka < 0.1 ? 0.1 : ka > ZAP_UCP_LIVENESS_S ? ZAP_UCP_LIVENESS_S : ka;
         char text[32];
         snprintf(text, sizeof(text), "%.0fms", ka * 1000);
         ucs_status_t s = ucp_config_modify(config, "KEEPALIVE_INTERVAL", text);
