@@ -5,6 +5,7 @@
 // failure messages.
 #include <gtest/gtest.h>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -442,13 +443,25 @@ TEST_F(Ucp, TransportKeepsTheTimeoutItWasCreatedWith)
 TEST_F(Ucp, CreateRefusesATimeoutOutOfRange)
 {
     MpiExpectLog("out of range");
-    for (double bad : {-1.0, 0.0005, 2e7}) {
+    for (double bad : {-2.0, 0.0005, 2e7}) {
         zap_transport_params_t params{};
         params.timeout_s = bad;
         zap_transport_t *t = nullptr;
         EXPECT_EQ(zap_ucp_transport_create_ex(MPI_COMM_WORLD, nullptr, &params, &t), ZAP_ERR_INVALID_PARAM) << bad;
         EXPECT_EQ(t, nullptr);
     }
+}
+
+// ZAP_TRANSPORT_TIMEOUT_NONE, like ZAP_TIMEOUT unset or "none": no deadline.
+TEST_F(Ucp, NoTimeoutIsInfinite)
+{
+    zap_transport_params_t params{};
+    params.timeout_s = ZAP_TRANSPORT_TIMEOUT_NONE;
+    zap_transport_t *t = nullptr;
+    ASSERT_EQ(zap_ucp_transport_create_ex(MPI_COMM_WORLD, nullptr, &params, &t), ZAP_OK);
+    EXPECT_TRUE(std::isinf(zap_transport_timeout(t)));
+    MPI_Barrier(MPI_COMM_WORLD);
+    zap_transport_close(t);
 }
 
 // The blocking forms have their own path in the UCX transport (no zap

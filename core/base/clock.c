@@ -1,6 +1,7 @@
 /* The monotonic clock, and ZAP_TIMEOUT read for a creator to keep
  * (zap/clock.h). Nothing here caches: the objects that wait keep their own
  * copy, taken when they are created. */
+#include <math.h>
 #include <time.h>
 #include "zap/clock.h"
 #include "base/config_table.h"
@@ -21,8 +22,8 @@ zap_status_t zap_timeout_from_env(double *seconds_p)
 
 double zap_timeout_seconds(void)
 {
-    double t = ZAP_TIMEOUT_DEFAULT_S;
+    double t = INFINITY;
     if (zap_cfg_peek_seconds(ZAP_CFG_TIMEOUT, &t) != ZAP_OK)
-        t = ZAP_TIMEOUT_DEFAULT_S;
+        t = INFINITY;
     return t;
 }

@@ -8,6 +8,7 @@
 #include "base/log.h"
 #include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +19,7 @@ typedef enum { CFG_SIZE, CFG_UINT, CFG_SECONDS, CFG_CHOICE } cfg_kind_t;
 typedef struct {
     zap_config_entry_t pub;
     cfg_kind_t kind;
-    const char *choices; /* "a|b|c" for CFG_CHOICE */
+    const char *choices; /* "a|b|c" for CFG_CHOICE; for CFG_SECONDS, "none" when that word means no limit */
     uint64_t min, max;   /* inclusive range: sizes and integers; seconds in milliseconds */
 } cfg_row_t;
 
@@ -42,12 +43,16 @@ static const cfg_row_t rows[] = {
                                    "Size of the chunks slabs are carved from; each chunk is registered with "
                                    "the network once."},
                                   CFG_SIZE, NULL, 2 * MiB, GiB},
-    [ZAP_CFG_TIMEOUT] = {{"ZAP_TIMEOUT", "30",
-                          "seconds: digits with an optional decimal fraction (30, 0.25), 0.001 to 10000000",
-                          "Deadline of every blocking wait; when it passes the call returns "
-                          "ZAP_ERR_TIMED_OUT naming the peer it waited for. A transport reads it when it "
+    [ZAP_CFG_TIMEOUT] = {{"ZAP_TIMEOUT", "none",
+                          "none, or seconds: digits with an optional decimal fraction (30, 0.25), 0.001 to "
+                          "10000000",
+                          "An opt-in deadline of every blocking wait; when it passes the call returns "
+                          "ZAP_ERR_TIMED_OUT naming the peer it waited for (and, in a collective, every "
+                          "other rank fails that operation too). none: no deadline, as in MPI: a live peer "
+                          "is waited for however late it is, while a dead one is still detected within "
+                          "about a second (docs/faults.md). A transport or communicator reads it when it "
                           "is created and keeps the value."},
-                         CFG_SECONDS, NULL, 1, 10000000000ull},
+                         CFG_SECONDS, "none", 1, 10000000000ull},
     [ZAP_CFG_INPROC_EAGER_BYTES] = {{"ZAP_INPROC_EAGER_BYTES", "8K", "bytes, 0 to 1M",
                                      "In-process transport: messages up to this size are copied into a pool "
                                      "buffer so the send completes at once; larger ones wait for the receive "
@@ -280,27 +285,33 @@ static int seconds_in_range(const cfg_row_t *row, double v)
     return v >= (double)row->min / 1000.0 && v <= (double)row->max / 1000.0;
 }
 
+/* A row's seconds: in range, or "none" (INFINITY) where the row allows it. */
+static int parse_row_seconds(const cfg_row_t *row, const char *text, double *value_p)
+{
+    if (row->choices != NULL && strcmp(text, row->choices) == 0) {
+        *value_p = INFINITY;
+        return 0;
+    }
+    double v = 0;
+    if (parse_seconds_text(text, &v) != 0 || !seconds_in_range(row, v))
+        return -1;
+    *value_p = v;
+    return 0;
+}
+
 zap_status_t zap_cfg_get_seconds(zap_cfg_id_t id, double *value_p)
 {
     if (id >= ZAP_CFG_COUNT || value_p == NULL || rows[id].kind != CFG_SECONDS)
         return ZAP_ERR_INVALID_PARAM;
     const char *text = value_text(id);
-    double v = 0;
-    if (parse_seconds_text(text, &v) != 0 || !seconds_in_range(&rows[id], v))
-        return reject(id, text);
-    *value_p = v;
-    return ZAP_OK;
+    return parse_row_seconds(&rows[id], text, value_p) == 0 ? ZAP_OK : reject(id, text);
 }
 
 zap_status_t zap_cfg_peek_seconds(zap_cfg_id_t id, double *value_p)
 {
     if (id >= ZAP_CFG_COUNT || value_p == NULL || rows[id].kind != CFG_SECONDS)
         return ZAP_ERR_INVALID_PARAM;
-    double v = 0;
-    if (parse_seconds_text(zap_config_value(id), &v) != 0 || !seconds_in_range(&rows[id], v))
-        return ZAP_ERR_INVALID_PARAM;
-    *value_p = v;
-    return ZAP_OK;
+    return parse_row_seconds(&rows[id], zap_config_value(id), value_p) == 0 ? ZAP_OK : ZAP_ERR_INVALID_PARAM;
 }
 
 zap_status_t zap_cfg_get_choice(zap_cfg_id_t id, int *index_p)

@@ -43,7 +43,7 @@ typedef enum zap_cfg_id {
 /* Unsigned integer (sizes accept K/M/G/T and KiB/MiB/GiB/TiB suffixes, powers of 1024). */
 zap_status_t zap_cfg_get_u64(zap_cfg_id_t id, uint64_t *value_p);
 /* Seconds: digits with an optional decimal fraction ("30", "0.5"), within the
- * row's range. */
+ * row's range; "none" gives INFINITY where the row allows it (ZAP_TIMEOUT). */
 zap_status_t zap_cfg_get_seconds(zap_cfg_id_t id, double *value_p);
 /* zap_cfg_get_seconds without the log line or the unknown-variable warning,
  * for a reader that falls back to the default by itself. */

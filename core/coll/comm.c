@@ -63,6 +63,7 @@ static zap_comm_t *comm_alloc(zap_transport_t *t, int rank, int size, int *ranks
     c->set = *set;
     c->ctx = ZAP_COLL_CTX_ZAP; /* zap's creation exchange, until the communicator has its own */
     zap_transport_base_init(&c->req_base, &zap_coll_req_ops, rank, size, NULL, false);
+    c->req_base.timeout_s = set->timeout; /* zap_request_wait's default deadline on its requests */
     zap_transport_caps_t caps;
     c->sleeping_wait = zap_transport_caps(t, &caps) == ZAP_OK && strcmp(caps.name, "inproc") == 0;
     c->spins_before_yield = zap_coll_local_oversubscribed(set) ? ZAP_COLL_SPINS_OVERSUBSCRIBED

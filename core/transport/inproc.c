@@ -352,6 +352,10 @@ static struct timespec to_abs_realtime(double deadline)
     double remaining = deadline - zap_clock_now();
     if (remaining < 0)
         remaining = 0;
+    /* No deadline (INFINITY) or one decades away: a year is as good as
+     * forever to a waiter, and keeps the arithmetic finite. */
+    if (!(remaining < 3.2e7))
+        remaining = 3.2e7;
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
     double abs_s = (double)now.tv_sec + (double)now.tv_nsec * 1e-9 + remaining;

@@ -17,7 +17,7 @@ void zap_transport_base_init(zap_transport_t *t, const zap_transport_ops_t *ops,
     t->pool = pool;
     t->owns_pool = owns_pool;
     atomic_init(&t->closed, false);
-    t->timeout_s = ZAP_TIMEOUT_DEFAULT_S;
+    t->timeout_s = INFINITY;
 }
 
 zap_status_t zap_transport_params_timeout(const zap_transport_params_t *params, double *timeout_p)
@@ -25,8 +25,14 @@ zap_status_t zap_transport_params_timeout(const zap_transport_params_t *params, 
     if (params == NULL || params->timeout_s == 0)
         return zap_timeout_from_env(timeout_p);
     double t = params->timeout_s;
+    if (t == ZAP_TRANSPORT_TIMEOUT_NONE) {
+        *timeout_p = INFINITY;
+        return ZAP_OK;
+    }
     if (!isfinite(t) || t < 0.001 || t > 1e7) {
-        zap_error("transport: timeout_s %g is out of range (0.001 to 10000000 seconds, or 0 for ZAP_TIMEOUT)", t);
+        zap_error("transport: timeout_s %g is out of range (0.001 to 10000000 seconds, ZAP_TRANSPORT_TIMEOUT_NONE, "
+                  "or 0 for ZAP_TIMEOUT)",
+                  t);
         return ZAP_ERR_INVALID_PARAM;
     }
     *timeout_p = t;
@@ -229,7 +235,9 @@ zap_status_t zap_request_wait_until(zap_request_t *req, double deadline)
         deadline = zap_clock_now() + req->transport->timeout_s;
     }
     zap_status_t st = req->transport->ops->wait(req, deadline);
-    if (st == ZAP_ERR_TIMED_OUT)
+    /* A collective request (peer -1) has logged its own line, naming the rank
+     * its operation waited for. */
+    if (st == ZAP_ERR_TIMED_OUT && req->peer >= 0)
         zap_transport_log_timeout(req->transport, req->kind, req->peer, req->tag);
     return st;
 }

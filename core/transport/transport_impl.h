@@ -54,9 +54,9 @@ struct zap_transport {
     zap_pool_t *pool;
     bool owns_pool;
     atomic_bool closed;
-    /* Seconds a blocking wait may take, fixed at create: base_init sets the
-     * default, a backend its own (zap_transport_params_timeout), a wrapper
-     * its inner transport's. */
+    /* Seconds a blocking wait may take (INFINITY: no deadline), fixed at
+     * create: base_init sets none, a backend its own
+     * (zap_transport_params_timeout), a wrapper its inner transport's. */
     double timeout_s;
 };
 

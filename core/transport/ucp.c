@@ -35,6 +35,7 @@
 #include "pool/backing.h"
 #include "base/config_table.h"
 #include "base/log.h"
+#include <math.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -45,6 +46,12 @@
  * shared memory, 8 KiB on TCP) and ignores the memh. */
 #define MEMH_MIN_BYTES 8192
 #define REQ_BLOCK 64
+/* Without a timeout: how long freeing a pending send waits for its peer,
+ * and how long close waits for its barrier once a peer has gone (it may
+ * have passed the barrier and closed, or died before it) and for each
+ * endpoint's close. */
+#define FREE_WAIT_S 1.0
+#define CLOSE_GRACE_S 2.0
 
 typedef struct ucp_transport ucp_transport_t;
 
@@ -938,8 +945,9 @@ static void ucp_request_free_op(zap_request_t *req)
     }
     if (r->ucx != NULL) {
         /* UCX cannot cancel a send: progress until the peer takes it, for at
-         * most ZAP_TIMEOUT, then leave it to finish in the background. */
-        double deadline = zap_clock_now() + u->base.timeout_s;
+         * most the timeout (FREE_WAIT_S without one: a free is no wait the
+         * caller asked for), then leave it to finish in the background. */
+        double deadline = zap_clock_now() + (isfinite(u->base.timeout_s) ? u->base.timeout_s : FREE_WAIT_S);
         unsigned n = 0;
         while (r->ucx != NULL && !((++n & 63) == 0 && zap_clock_now() > deadline))
             progress_locked(u);
@@ -1028,6 +1036,28 @@ static int any_peer_failed(ucp_transport_t *u)
     return 0;
 }
 
+/* Whether the barrier of close should be given up: the deadline passed,
+ * or (without one) a peer went away CLOSE_GRACE_S ago and the barrier is
+ * still not done: a peer that passed the barrier and closed looks the same
+ * as one that died before it, but the first lets the barrier complete at
+ * once. *gone_at is when a peer was first seen gone (0: not yet). */
+static int close_gave_up(ucp_transport_t *u, double deadline, double *gone_at)
+{
+    double now = zap_clock_now();
+    if (*gone_at == 0 && any_peer_failed(u))
+        *gone_at = now;
+    if (now <= deadline && !(*gone_at > 0 && now > *gone_at + CLOSE_GRACE_S))
+        return 0;
+    if (now > deadline)
+        zap_warn("ucp: rank %d: not every rank reached close within %.1f s; closing anyway", u->base.rank,
+                 u->base.timeout_s);
+    else
+        zap_warn("ucp: rank %d: a peer went away and the barrier of close is still not done %.1f s later; "
+                 "closing anyway",
+                 u->base.rank, CLOSE_GRACE_S);
+    return 1;
+}
+
 /* The barrier of quiesce over the out-of-band allgather (ucp_oob.h), the
  * worker progressed meanwhile as with MPI's. */
 static void quiesce_oob(ucp_transport_t *u, double deadline)
@@ -1043,13 +1073,11 @@ static void quiesce_oob(ucp_transport_t *u, double deadline)
         return;
     }
     zap_status_t st;
+    double gone_at = 0;
     while ((st = u->w.oob.test(u->w.oob.ctx, req)) == ZAP_INPROGRESS) {
         progress_locked(u);
-        if (zap_clock_now() > deadline) {
-            zap_warn("ucp: rank %d: not every rank reached close within %.1f s; closing anyway", u->base.rank,
-                     zap_timeout_seconds());
+        if (close_gave_up(u, deadline, &gone_at))
             break;
-        }
     }
     /* A request still pending is the callback's to finish: free tells it. */
     u->w.oob.free(u->w.oob.ctx, req);
@@ -1072,21 +1100,18 @@ static void quiesce(ucp_transport_t *u, double deadline)
         return;
     }
     int finalized = 0;
-    MPI_Finalized(&finalized);
+    PMPI_Finalized(&finalized);
     if (finalized || any_peer_failed(u))
         return;
     MPI_Request barrier;
-    if (MPI_Ibarrier(u->w.comm, &barrier) != MPI_SUCCESS)
+    if (PMPI_Ibarrier(u->w.comm, &barrier) != MPI_SUCCESS)
         return;
     int done = 0;
+    double gone_at = 0;
     while (!done) {
         progress_locked(u);
-        MPI_Test(&barrier, &done, MPI_STATUS_IGNORE);
-        /* A peer seen failing now has most likely passed the barrier and
-         * closed; only the deadline ends the wait. */
-        if (!done && zap_clock_now() > deadline) {
-            zap_warn("ucp: rank %d: not every rank reached close within %.1f s; closing anyway", u->base.rank,
-                     u->base.timeout_s);
+        PMPI_Test(&barrier, &done, MPI_STATUS_IGNORE);
+        if (!done && close_gave_up(u, deadline, &gone_at)) {
             /* The barrier request is left behind (MPI forbids freeing a
              * pending collective), and so is the communicator it uses. */
             u->w.comm = MPI_COMM_NULL;
@@ -1122,7 +1147,8 @@ static void ucp_close(zap_transport_t *t)
          * (everything is flushed already, so it does not wait on the peer). */
         int forced = p->peer_errors;
         ucp_request_param_t cp = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS, .flags = forced ? UCP_EP_CLOSE_FLAG_FORCE : 0};
-        (void)zap_ucp_wait_ptr(u->w.worker, ucp_ep_close_nbx(p->ep, &cp), deadline);
+        double ep_deadline = zap_clock_now() + CLOSE_GRACE_S;
+        (void)zap_ucp_wait_ptr(u->w.worker, ucp_ep_close_nbx(p->ep, &cp), deadline < ep_deadline ? deadline : ep_deadline);
         p->ep = NULL;
     }
     /* Orphans and anything UCX still holds are finished now: what is left
@@ -1205,13 +1231,13 @@ static zap_status_t create(MPI_Comm comm, const zap_ucp_oob_t *oob, zap_pool_t *
         size = oob->size;
     } else {
         int inited = 0;
-        MPI_Initialized(&inited);
+        PMPI_Initialized(&inited);
         if (!inited) {
             zap_error("ucp: MPI must be initialised to bootstrap the UCX transport");
             free(u);
             return ZAP_ERR_INVALID_PARAM;
         }
-        MPI_Comm_size(comm, &size);
+        PMPI_Comm_size(comm, &size);
     }
     if (size > (1 << ZAP_UCP_RANK_BITS)) {
         zap_error("ucp: %d ranks: the UCX transport's tags carry at most %d", size, 1 << ZAP_UCP_RANK_BITS);
@@ -1220,7 +1246,7 @@ static zap_status_t create(MPI_Comm comm, const zap_ucp_oob_t *oob, zap_pool_t *
     int mine = (int)st, all = 0;
     if (oob != NULL)
         all = (int)zap_ucp_oob_agree(oob, st);
-    else if (MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS)
+    else if (PMPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS)
         all = ZAP_ERR_TRANSPORT;
     if (all != ZAP_OK) {
         free(u);

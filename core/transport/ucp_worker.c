@@ -51,7 +51,7 @@ static zap_status_t agree(zap_ucp_worker_t *w, zap_status_t local)
     if (w->oob.allgather != NULL)
         return zap_ucp_oob_agree(&w->oob, local);
     int mine = (int)local, all = 0;
-    if (MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, w->comm) != MPI_SUCCESS) {
+    if (PMPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, w->comm) != MPI_SUCCESS) {
         zap_error("ucp: MPI_Allreduce failed during bootstrap");
         return ZAP_ERR_TRANSPORT;
     }
@@ -121,8 +121,8 @@ static int configure_peer_errors(zap_ucp_worker_t *w, ucp_config_t *config, doub
         yes = 1;
     }
     if (yes && !env_set("UCX_KEEPALIVE_INTERVAL")) {
-        double ka = timeout_s / 4;
-        ka = ka < 0.1 ? 0.1 : ka > 1.0 ? 1.0 : ka;
+        double ka = timeout_s / 4; /* INFINITY without a timeout */
+        ka = ka < 0.1 ? 0.1 : ka > ZAP_UCP_LIVENESS_S ? ZAP_UCP_LIVENESS_S : ka;
         char text[32];
         snprintf(text, sizeof(text), "%.0fms", ka * 1000);
         ucs_status_t s = ucp_config_modify(config, "KEEPALIVE_INTERVAL", text);
@@ -194,7 +194,7 @@ static zap_status_t exchange_addresses(zap_ucp_worker_t *w)
         goto out;
     }
     int mine = (int)len;
-    if (MPI_Allgather(&mine, 1, MPI_INT, w->addr_len, 1, MPI_INT, w->comm) != MPI_SUCCESS) {
+    if (PMPI_Allgather(&mine, 1, MPI_INT, w->addr_len, 1, MPI_INT, w->comm) != MPI_SUCCESS) {
         st = ZAP_ERR_TRANSPORT;
         goto out;
     }
@@ -207,7 +207,7 @@ static zap_status_t exchange_addresses(zap_ucp_worker_t *w)
     st = agree(w, w->addrs == NULL ? ZAP_ERR_NO_MEMORY : ZAP_OK);
     if (st != ZAP_OK)
         goto out;
-    if (MPI_Allgatherv(addr, mine, MPI_BYTE, w->addrs, w->addr_len, w->addr_off, MPI_BYTE, w->comm) !=
+    if (PMPI_Allgatherv(addr, mine, MPI_BYTE, w->addrs, w->addr_len, w->addr_off, MPI_BYTE, w->comm) !=
         MPI_SUCCESS) {
         zap_error("ucp: rank %d: MPI_Allgatherv of worker addresses failed", w->rank);
         st = ZAP_ERR_TRANSPORT;
@@ -217,7 +217,7 @@ static zap_status_t exchange_addresses(zap_ucp_worker_t *w)
     uint64_t h = zap_host_id();
     w->host = calloc((size_t)w->size, sizeof(uint64_t));
     st = agree(w, w->host == NULL ? ZAP_ERR_NO_MEMORY : ZAP_OK);
-    if (st == ZAP_OK && MPI_Allgather(&h, 1, MPI_UINT64_T, w->host, 1, MPI_UINT64_T, w->comm) != MPI_SUCCESS)
+    if (st == ZAP_OK && PMPI_Allgather(&h, 1, MPI_UINT64_T, w->host, 1, MPI_UINT64_T, w->comm) != MPI_SUCCESS)
         st = ZAP_ERR_TRANSPORT;
 out:
     if (addr != NULL)
@@ -229,19 +229,19 @@ zap_status_t zap_ucp_worker_init(zap_ucp_worker_t *w, MPI_Comm comm, double time
 {
     memset(w, 0, sizeof(*w));
     int inited = 0, finalized = 0;
-    MPI_Initialized(&inited);
-    MPI_Finalized(&finalized);
+    PMPI_Initialized(&inited);
+    PMPI_Finalized(&finalized);
     if (!inited || finalized) {
         zap_error("ucp: MPI must be initialised (and not finalized) to bootstrap the UCX transport");
         return ZAP_ERR_INVALID_PARAM;
     }
-    if (MPI_Comm_dup(comm, &w->comm) != MPI_SUCCESS) {
+    if (PMPI_Comm_dup(comm, &w->comm) != MPI_SUCCESS) {
         zap_error("ucp: MPI_Comm_dup failed");
         w->comm = MPI_COMM_NULL;
         return ZAP_ERR_TRANSPORT;
     }
-    MPI_Comm_rank(w->comm, &w->rank);
-    MPI_Comm_size(w->comm, &w->size);
+    PMPI_Comm_rank(w->comm, &w->rank);
+    PMPI_Comm_size(w->comm, &w->size);
     zap_status_t st = agree(w, open_ucp(w, timeout_s));
     if (st == ZAP_OK)
         st = exchange_addresses(w);
@@ -325,9 +325,9 @@ void zap_ucp_worker_cleanup(zap_ucp_worker_t *w)
     if (w->context != NULL)
         ucp_cleanup(w->context);
     int finalized = 0;
-    MPI_Finalized(&finalized);
+    PMPI_Finalized(&finalized);
     if (w->comm != MPI_COMM_NULL && w->comm != 0 && !finalized)
-        MPI_Comm_free(&w->comm);
+        PMPI_Comm_free(&w->comm);
     free(w->addrs);
     free(w->addr_len);
     free(w->addr_off);

@@ -2,7 +2,11 @@
  * for the transport (ucp.c) and for zap-perf's raw-UCP mode, so the benchmark
  * compares like with like. MPI is used here and nowhere else in the transport:
  * to duplicate the caller's communicator, agree on success and exchange worker
- * addresses (MPI_Allgather of lengths, MPI_Allgatherv of bytes). */
+ * addresses (an allgather of lengths, an allgatherv of bytes). Every MPI call
+ * of zap goes through the profiling interface (PMPI_*), so a layer that
+ * interposes MPI functions (a PMPI tool, an interception library routing MPI
+ * collectives to zap) never re-enters itself from inside zap
+ * (mpi_tests/test_pmpi_only.c). */
 #ifndef ZAP_TRANSPORT_UCP_WORKER_H
 #define ZAP_TRANSPORT_UCP_WORKER_H
 #include <mpi.h>
@@ -37,9 +41,16 @@ typedef struct zap_ucp_worker {
  * So where UCX_TLS allows posix or sysv, unless the user set
  * UCX_MM_ERROR_HANDLING (or UCX_POSIX_/UCX_SYSV_...), the context asks for
  * it, and unless UCX_KEEPALIVE_INTERVAL is set, for a keepalive round every
- * timeout_s / 4, between 0.1 and 1 s, so a dead peer on this host is seen
- * well inside the timeout. */
+ * ZAP_UCP_LIVENESS_S (a quarter of timeout_s when that is shorter, at least
+ * 0.1 s), so a dead peer on this host is seen within about that, and well
+ * inside a short timeout. timeout_s is INFINITY without one. */
 zap_status_t zap_ucp_worker_init(zap_ucp_worker_t *w, MPI_Comm comm, double timeout_s);
+
+/* The keepalive interval of shared memory's peer failure detection: a dead
+ * peer on this host is reported within about this, whatever the timeout
+ * (the keepalive looks at the peer's process, not at its progress, so a
+ * live peer that makes no call for minutes is not mistaken for dead). */
+#define ZAP_UCP_LIVENESS_S 0.25
 
 /* The same over an out-of-band allgather (ucp_oob.h), copied into w. */
 zap_status_t zap_ucp_worker_init_oob(zap_ucp_worker_t *w, const zap_ucp_oob_t *oob, double timeout_s);

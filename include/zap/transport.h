@@ -34,9 +34,15 @@ enum {
 /* Options of a transport's create call (zap_ucp_transport_create_ex,
  * zap_inproc_world_create_ex). All-zero means defaults; new fields are
  * appended. */
+/* timeout_s: blocking waits have no deadline (ZAP_TIMEOUT=none). */
+#define ZAP_TRANSPORT_TIMEOUT_NONE (-1.0)
+
 typedef struct zap_transport_params {
     /* Seconds any blocking wait, probe, close step or pending-send free may
-     * take: 0.001 to 1e7, or 0 for ZAP_TIMEOUT (read once, at create). */
+     * take: 0.001 to 1e7, ZAP_TRANSPORT_TIMEOUT_NONE for no deadline, or 0
+     * for ZAP_TIMEOUT (read once, at create; unset: no deadline). Without a
+     * deadline a wait on a live peer lasts as long as the peer takes; a dead
+     * peer still ends it with ZAP_ERR_PEER_FAILED (docs/faults.md). */
     double timeout_s;
 } zap_transport_params_t;
 
@@ -53,7 +59,8 @@ ZAP_API int zap_transport_rank(const zap_transport_t *t);
 ZAP_API int zap_transport_size(const zap_transport_t *t);
 
 /* The timeout the transport took at create (zap_transport_params_t), in
- * seconds: how long its blocking calls wait. 0 for a NULL transport. */
+ * seconds: how long its blocking calls wait; INFINITY when it has none. 0 for
+ * a NULL transport. */
 ZAP_API double zap_transport_timeout(const zap_transport_t *t);
 
 /* Name and capabilities. ZAP_ERR_INVALID_PARAM for NULL arguments. */
@@ -116,7 +123,9 @@ ZAP_API zap_status_t zap_transport_irecv(zap_transport_t *t, int peer, uint64_t 
 /* Blocking forms: return when the buffer may be reused (send) or holds the
  * message (recv; *len_p optional gets its length). They wait at most the
  * transport's timeout (zap_transport_timeout) and then return
- * ZAP_ERR_TIMED_OUT, logging the peer. */
+ * ZAP_ERR_TIMED_OUT, logging the peer; without one they wait for a live peer
+ * as long as it takes. A dead peer ends them with ZAP_ERR_PEER_FAILED (UCX:
+ * within about a second, docs/faults.md). */
 ZAP_API zap_status_t zap_transport_send(zap_transport_t *t, int peer, uint64_t tag, const void *buf, size_t len);
 ZAP_API zap_status_t zap_transport_recv(zap_transport_t *t, int peer, uint64_t tag, void *buf, size_t cap,
                                         size_t *len_p);
@@ -150,10 +159,14 @@ ZAP_API void zap_transport_close(zap_transport_t *t);
 
 /* Request completion. zap_request_test sets *done_p (1 complete, 0 not yet)
  * and returns ZAP_OK, or the request's error once complete with one.
- * zap_request_wait blocks until completion or the transport's timeout (then
- * ZAP_ERR_TIMED_OUT, naming the peer in the log; the request stays valid and
- * pending). zap_request_wait_until takes an absolute deadline in seconds on
- * zap_clock_now()'s clock; a deadline <= 0 means the timeout from now. */
+ * zap_request_wait blocks until completion or the timeout of the request's
+ * owner (the transport's, zap_transport_timeout; a collective request's
+ * communicator's, zap/coll.h), then ZAP_ERR_TIMED_OUT, naming the peer in the
+ * log; the request stays valid and pending. Without a timeout it waits until
+ * completion; a dead peer completes the request with ZAP_ERR_PEER_FAILED.
+ * zap_request_wait_until takes an absolute deadline in seconds on
+ * zap_clock_now()'s clock; a deadline <= 0 means the owner's timeout from
+ * now. */
 ZAP_API zap_status_t zap_request_test(zap_request_t *req, int *done_p);
 ZAP_API zap_status_t zap_request_wait(zap_request_t *req);
 ZAP_API zap_status_t zap_request_wait_until(zap_request_t *req, double deadline);

@@ -1,7 +1,9 @@
 #include <gtest/gtest.h>
+#include <cmath>
 #include <cstring>
 #include "log_capture.h"
 extern "C" {
+#include "zap/clock.h"
 #include "zap/config.h"
 #include "base/config_table.h"
 }
@@ -80,7 +82,7 @@ TEST(Config, TimeoutMustBePositiveSeconds)
         double v = 0;
         EXPECT_EQ(zap_cfg_get_seconds(ZAP_CFG_TIMEOUT, &v), ZAP_OK) << t;
     }
-    const char *bad[] = {"0", "-3", "nan", "inf", "5s", ""};
+    const char *bad[] = {"0", "-3", "nan", "inf", "5s", "", "None", "none ", "never"};
     for (const char *t : bad) {
         ScopedEnv e("ZAP_TIMEOUT", t);
         double v = 0;
@@ -152,12 +154,29 @@ TEST(Config, CheckReportsTheFirstBadVariable)
     EXPECT_STREQ(bad, "ZAP_VERIFIER");
 }
 
+// A deadline is opt-in: unset or "none", ZAP_TIMEOUT means no deadline
+// (INFINITY), and so does the process-wide reading of it.
+TEST(Config, TimeoutUnsetOrNoneMeansNoDeadline)
+{
+    for (const char *t : {(const char *)nullptr, "none"}) {
+        ScopedEnv e("ZAP_TIMEOUT", t);
+        double v = 0;
+        EXPECT_EQ(zap_cfg_get_seconds(ZAP_CFG_TIMEOUT, &v), ZAP_OK) << (t ? t : "unset");
+        EXPECT_TRUE(std::isinf(v)) << (t ? t : "unset");
+        EXPECT_EQ(zap_timeout_from_env(&v), ZAP_OK);
+        EXPECT_TRUE(std::isinf(v));
+        EXPECT_TRUE(std::isinf(zap_timeout_seconds()));
+    }
+    ScopedEnv e("ZAP_TIMEOUT", "2.5");
+    EXPECT_EQ(zap_timeout_seconds(), 2.5);
+}
+
 TEST(Config, ValueShowsEnvironmentOrDefault)
 {
     size_t idx = ZAP_CFG_TIMEOUT;
     {
         ScopedEnv e("ZAP_TIMEOUT", nullptr);
-        EXPECT_STREQ(zap_config_value(idx), "30");
+        EXPECT_STREQ(zap_config_value(idx), "none");
     }
     {
         ScopedEnv e("ZAP_TIMEOUT", "7");

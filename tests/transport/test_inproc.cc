@@ -1,5 +1,6 @@
 // The transport contract over the in-process transport: ranks are threads.
 #include <gtest/gtest.h>
+#include <cmath>
 #include <atomic>
 #include <cstring>
 #include <functional>
@@ -227,7 +228,12 @@ TEST(Inproc, ParamsTimeoutOverridesTheEnvironmentAndIsChecked)
     ASSERT_EQ(zap_inproc_transport(w, 1, &t), ZAP_OK);
     EXPECT_EQ(zap_transport_timeout(t), 0.25);
     zap_inproc_world_destroy(w);
-    for (double bad : {-1.0, 0.0005, 2e7, 1.0 / 0.0}) {
+    params.timeout_s = ZAP_TRANSPORT_TIMEOUT_NONE;
+    ASSERT_EQ(zap_inproc_world_create_ex(2, nullptr, &params, &w), ZAP_OK);
+    ASSERT_EQ(zap_inproc_transport(w, 0, &t), ZAP_OK);
+    EXPECT_TRUE(std::isinf(zap_transport_timeout(t))) << "none: no deadline";
+    zap_inproc_world_destroy(w);
+    for (double bad : {-2.0, 0.0005, 2e7, 1.0 / 0.0}) {
         LogCapture log;
         params.timeout_s = bad;
         w = nullptr;
