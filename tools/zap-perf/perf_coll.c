@@ -1,13 +1,17 @@
-/* zap-perf coll: allreduce and broadcast over zap's UCX transport against Open
- * MPI's MPI_Allreduce / MPI_Bcast, in the same run and the same processes, on
- * the same buffers (and, where NCCL was found at configure time, NCCL on
- * cudaMalloc buffers as a further column).
+/* zap-perf coll: allreduce, broadcast, allgather and scatter over zap's UCX
+ * transport against Open MPI's MPI_Allreduce / MPI_Bcast / MPI_Allgather /
+ * MPI_Scatter, in the same run and the same processes, on the same buffers
+ * (and, where NCCL was found at configure time, NCCL on cudaMalloc buffers as
+ * a further column, allreduce and broadcast).
  *
  * For each operation and size (powers of two of bytes, --min to --max):
  *   - nccl-tests-style streaming time: --iters operations back to back after
  *     --warmup untimed ones; time = the slowest rank's average per operation;
- *     algbw = bytes / time; busbw = algbw * 2(n-1)/n (allreduce) or algbw
- *     (broadcast), the formulas of nccl-tests' PERFORMANCE.md.
+ *     algbw = bytes / time; busbw = algbw * 2(n-1)/n (allreduce), algbw
+ *     (broadcast) or algbw * (n-1)/n (allgather, scatter), the formulas of
+ *     nccl-tests' PERFORMANCE.md. For allgather and scatter, bytes is the
+ *     whole result (every rank's block): count = bytes / 4 / n elements per
+ *     rank, sizes with less than one element per rank skipped.
  *   - OSU-style isolated latency: --iters operations, each between barriers
  *     (untimed); avg (mean over ranks of each rank's mean), min, max.
  *   - wrong: the isolated pass checks every iteration's result on every rank
@@ -34,6 +38,7 @@
 #include "zap/coll.h"
 #include "zap/ucp.h"
 #include "coll/gpu/gpu.h"
+#include "coll/coll_test.h"
 #ifdef ZAP_PERF_HAVE_CUDA
 #include <cuda_runtime.h>
 #endif
@@ -41,7 +46,19 @@
 #include "perf_coll_nccl.h"
 #endif
 
-typedef enum { OP_ALLREDUCE, OP_BCAST } coll_op_t;
+typedef enum { OP_ALLREDUCE, OP_BCAST, OP_ALLGATHER, OP_SCATTER } coll_op_t;
+
+/* Each operation: its --op name, zap's name for zap_coll_test_force (the
+ * forced algorithm of allgather and scatter, which have no setting), and
+ * the bus bandwidth factor's numerator over n ranks (nccl-tests). */
+static const struct {
+    const char *name, *coll;
+} op_info[] = {
+    [OP_ALLREDUCE] = {"allreduce", "allreduce"},
+    [OP_BCAST] = {"bcast", "bcast"},
+    [OP_ALLGATHER] = {"allgather", "allgatherv"},
+    [OP_SCATTER] = {"scatter", "scatterv"},
+};
 
 typedef struct coll_opts {
     size_t min, max;
@@ -68,13 +85,13 @@ static int g_rank, g_size;
 static void usage(void)
 {
     fprintf(stderr,
-            "usage: mpirun -np N zap-perf coll [--op allreduce,bcast] [--min SIZE] [--max SIZE]\n"
+            "usage: mpirun -np N zap-perf coll [--op allreduce,bcast,allgather,scatter] [--min SIZE] [--max SIZE]\n"
             "                                 [--iters N] [--warmup N] [--mem host|managed|device]\n"
             "                                 [--alg NAME] [--root R] [--csv FILE] [--no-mpi]\n"
             "                                 [--mpi-device] [--no-nccl] [--reps N]\n"
             "  sizes in bytes (K, M, G: powers of 1024), defaults --min 8 --max 64M; float32 sum\n"
-            "  --iters default by size (1000 below 64K ... 10 from 16M); --alg sets ZAP_ALLREDUCE_ALG\n"
-            "  or ZAP_BCAST_ALG for the ops run (auto: the selection table)\n"
+            "  --iters default by size (1000 below 64K ... 10 from 16M); --alg forces the algorithm\n"
+            "  of the ops run (auto: the selection table); allgather, scatter: SIZE is the whole result\n"
             "  --reps N: N streaming passes per size; time is their median, smin their minimum\n");
 }
 
@@ -203,52 +220,85 @@ typedef struct ctx {
 
 static void run_once(const ctx_t *c)
 {
-    int st = 0;
+    int st = 0, n = (int)c->count;
     if (c->impl == IMPL_ZAP) {
-        if (c->op == OP_ALLREDUCE)
-            st = zap_allreduce(c->comm, c->b->send, c->b->recv, c->count, ZAP_DT_FLOAT32, ZAP_OP_SUM);
-        else
-            st = zap_bcast(c->comm, c->b->recv, c->count, ZAP_DT_FLOAT32, c->root);
+        switch (c->op) {
+        case OP_ALLREDUCE: st = zap_allreduce(c->comm, c->b->send, c->b->recv, c->count, ZAP_DT_FLOAT32, ZAP_OP_SUM); break;
+        case OP_BCAST: st = zap_bcast(c->comm, c->b->recv, c->count, ZAP_DT_FLOAT32, c->root); break;
+        case OP_ALLGATHER: st = zap_allgather(c->comm, c->b->send, c->count, c->b->recv, ZAP_DT_FLOAT32); break;
+        case OP_SCATTER: st = zap_scatter(c->comm, c->b->send, c->b->recv, c->count, ZAP_DT_FLOAT32, c->root); break;
+        }
         if (st != ZAP_OK)
-            die(c->op == OP_ALLREDUCE ? "zap_allreduce" : "zap_bcast", st);
+            die(op_info[c->op].name, st);
     } else {
-        if (c->op == OP_ALLREDUCE)
-            MPI_Allreduce(c->b->send, c->b->recv, (int)c->count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-        else
-            MPI_Bcast(c->b->recv, (int)c->count, MPI_FLOAT, c->root, MPI_COMM_WORLD);
+        switch (c->op) {
+        case OP_ALLREDUCE: MPI_Allreduce(c->b->send, c->b->recv, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); break;
+        case OP_BCAST: MPI_Bcast(c->b->recv, n, MPI_FLOAT, c->root, MPI_COMM_WORLD); break;
+        case OP_ALLGATHER: MPI_Allgather(c->b->send, n, MPI_FLOAT, c->b->recv, n, MPI_FLOAT, MPI_COMM_WORLD); break;
+        case OP_SCATTER: MPI_Scatter(c->b->send, n, MPI_FLOAT, c->b->recv, n, MPI_FLOAT, c->root, MPI_COMM_WORLD); break;
+        }
     }
 }
 
+/* The elements the result holds on this rank. */
+static size_t result_count(const ctx_t *c) { return c->op == OP_ALLGATHER ? c->count * (size_t)g_size : c->count; }
+
 /* Inputs: send[i] = (i % 13) + rank for allreduce (sum exact in float32 for any
- * order); the root's recv[i] = (i % 251) for broadcast. */
+ * order); the root's recv[i] = (i % 251) for broadcast; block q of the result
+ * holds (i % 251) + q for allgather (rank q's send) and scatter (the root's
+ * send, block by block). */
 static void prepare(const ctx_t *c)
 {
     size_t n = c->count, bytes = n * sizeof(float);
     bufs_t *b = c->b;
-    if (c->op == OP_ALLREDUCE) {
+    switch (c->op) {
+    case OP_ALLREDUCE:
         for (size_t i = 0; i < n; i++) {
             b->host[i] = (float)(i % 13) + (float)g_rank;
             b->expect[i] = (float)(i % 13) * (float)g_size + (float)(g_size * (g_size - 1) / 2);
         }
         to_buf(b, b->send, b->host, bytes);
-    } else {
+        break;
+    case OP_BCAST:
         for (size_t i = 0; i < n; i++)
             b->expect[i] = (float)(i % 251);
+        break;
+    case OP_ALLGATHER:
+        for (size_t i = 0; i < n; i++)
+            b->host[i] = (float)(i % 251) + (float)g_rank;
+        to_buf(b, b->send, b->host, bytes);
+        for (size_t q = 0; q < (size_t)g_size; q++)
+            for (size_t i = 0; i < n; i++)
+                b->expect[q * n + i] = (float)(i % 251) + (float)q;
+        break;
+    case OP_SCATTER:
+        if (g_rank == c->root) {
+            for (size_t q = 0; q < (size_t)g_size; q++)
+                for (size_t i = 0; i < n; i++)
+                    b->host[q * n + i] = (float)(i % 251) + (float)q;
+            to_buf(b, b->send, b->host, bytes * (size_t)g_size);
+        }
+        for (size_t i = 0; i < n; i++)
+            b->expect[i] = (float)(i % 251) + (float)g_rank;
+        break;
     }
 }
 
-/* Before an isolated broadcast: the root writes the data, the others poison. */
+/* Before an isolated call: a broadcast's root writes the data; every other
+ * result is poisoned, so a call that leaves it alone counts as wrong. */
 static void reset_bcast(const ctx_t *c)
 {
-    size_t n = c->count;
+    size_t n = result_count(c);
+    if (c->op == OP_ALLREDUCE)
+        return;
     for (size_t i = 0; i < n; i++)
-        c->b->host[i] = g_rank == c->root ? c->b->expect[i] : -1.0f;
+        c->b->host[i] = c->op == OP_BCAST && g_rank == c->root ? c->b->expect[i] : -1.0f;
     to_buf(c->b, c->b->recv, c->b->host, n * sizeof(float));
 }
 
 static long check(const ctx_t *c)
 {
-    size_t n = c->count;
+    size_t n = result_count(c);
     from_buf(c->b, c->b->host, c->b->recv, n * sizeof(float));
     long bad = 0;
     for (size_t i = 0; i < n; i++)
@@ -267,8 +317,7 @@ typedef struct result {
 static void measure(const ctx_t *c, long iters, long warmup, long reps, result_t *r)
 {
     prepare(c);
-    if (c->op == OP_BCAST)
-        reset_bcast(c);
+    reset_bcast(c);
     for (long i = 0; i < warmup; i++)
         run_once(c);
     /* Streaming: reps passes, each the slowest rank's average; the median
@@ -296,8 +345,7 @@ static void measure(const ctx_t *c, long iters, long warmup, long reps, result_t
     if (samples == NULL)
         die("sample array", ZAP_ERR_NO_MEMORY);
     for (long i = 0; i < iters; i++) {
-        if (c->op == OP_BCAST)
-            reset_bcast(c);
+        reset_bcast(c);
         MPI_Barrier(MPI_COMM_WORLD);
         double s = perf_now();
         run_once(c);
@@ -317,10 +365,11 @@ static void measure(const ctx_t *c, long iters, long warmup, long reps, result_t
     MPI_Allreduce(&mn, &g_min, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
     MPI_Allreduce(&mx, &g_max, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     MPI_Allreduce(&wrong, &g_wrong, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
-    double bytes = (double)(c->count * sizeof(float));
+    double bytes = (double)(c->count * sizeof(float)) * (c->op == OP_ALLGATHER || c->op == OP_SCATTER ? g_size : 1);
     r->time_us = worst * 1e6;
     r->algbw = bytes / worst / 1e9;
-    r->busbw = c->op == OP_ALLREDUCE ? r->algbw * 2.0 * (g_size - 1) / g_size : r->algbw;
+    double factor = c->op == OP_ALLREDUCE ? 2.0 * (g_size - 1) / g_size : c->op == OP_BCAST ? 1.0 : (double)(g_size - 1) / g_size;
+    r->busbw = r->algbw * factor;
     r->lat_avg = g_avg / g_size * 1e6;
     r->lat_min = g_min * 1e6;
     r->lat_max = g_max * 1e6;
@@ -451,14 +500,13 @@ int perf_coll_main(int argc, char **argv)
     strcpy(ops, o.ops);
     long total_wrong = 0;
     for (char *tok = strtok(ops, ","); tok != NULL; tok = strtok(NULL, ",")) {
-        coll_op_t op;
-        if (strcmp(tok, "allreduce") == 0)
-            op = OP_ALLREDUCE;
-        else if (strcmp(tok, "bcast") == 0)
-            op = OP_BCAST;
-        else {
+        int op = -1;
+        for (int k = 0; k < (int)(sizeof(op_info) / sizeof(op_info[0])); k++)
+            if (strcmp(tok, op_info[k].name) == 0)
+                op = k;
+        if (op < 0) {
             if (g_rank == 0)
-                fprintf(stderr, "zap-perf coll: unknown --op '%s' (allreduce, bcast)\n", tok);
+                fprintf(stderr, "zap-perf coll: unknown --op '%s' (allreduce, bcast, allgather, scatter)\n", tok);
             continue;
         }
         /* A forced algorithm is a setting of the communicator: one made for
@@ -468,18 +516,23 @@ int perf_coll_main(int argc, char **argv)
             zap_comm_params_t params = {0};
             if (op == OP_ALLREDUCE)
                 params.allreduce_alg = o.alg;
-            else
+            else if (op == OP_BCAST)
                 params.bcast_alg = o.alg;
             if ((st = zap_comm_create_ex(t, &params, &forced)) != ZAP_OK)
                 die("zap_comm_create_ex", st);
+            if (op != OP_ALLREDUCE && op != OP_BCAST && (st = zap_coll_test_force(forced, op_info[op].coll, o.alg)) != ZAP_OK)
+                die("--alg", st);
         }
         zap_comm_t *opcomm = forced != NULL ? forced : comm;
         for (size_t bytes = o.min; bytes <= o.max; bytes *= 2) {
-            size_t count = bytes / sizeof(float);
+            size_t count = bytes / sizeof(float) / (op == OP_ALLGATHER || op == OP_SCATTER ? (size_t)g_size : 1);
+            if (count == 0)
+                continue;
+            size_t shown = count * sizeof(float) * (op == OP_ALLGATHER || op == OP_SCATTER ? (size_t)g_size : 1);
             long iters = o.iters ? o.iters : default_iters(bytes);
             long warmup = o.warmup ? o.warmup : (iters / 10 > 2 ? iters / 10 : 2);
             long reps = o.reps ? o.reps : 1;
-            ctx_t c = {IMPL_ZAP, op, opcomm, &b, count, o.root};
+            ctx_t c = {IMPL_ZAP, (coll_op_t)op, opcomm, &b, count, o.root};
             result_t z = {0}, m = {0};
             uint64_t gpu0, fb0, gpu1, fb1; /* GPU-resident path (core/coll/gpu): did zap's calls take it? */
             zap_stage_counts(&gpu0, &fb0);
@@ -491,7 +544,9 @@ int perf_coll_main(int argc, char **argv)
             }
             zap_comm_attr_t attr = {.field_mask = ZAP_COMM_ATTR_ALGORITHMS, .bytes = bytes};
             (void)zap_comm_query(opcomm, &attr);
-            const char *alg = op == OP_ALLREDUCE ? attr.allreduce_algorithm : attr.bcast_algorithm;
+            const char *alg = op == OP_ALLREDUCE ? attr.allreduce_algorithm
+                              : op == OP_BCAST  ? attr.bcast_algorithm
+                                                : (o.alg != NULL ? o.alg : "auto");
             if (gpu1 > gpu0)
                 alg = fb1 > fb0 ? "gpu+host" : "gpu"; /* peer copies over CUDA IPC; "+host": some fell back */
             double stage = 0, nccl_us = 0, nccl_busbw = 0;
@@ -500,7 +555,8 @@ int perf_coll_main(int argc, char **argv)
                 stage = staging_gbps(&b, bytes);
 #endif
 #ifdef ZAP_PERF_HAVE_NCCL
-            if (use_nccl && perf_nccl_run(op == OP_ALLREDUCE, bytes, iters, warmup, o.root, &nccl_us) == 0)
+            if (use_nccl && (op == OP_ALLREDUCE || op == OP_BCAST) &&
+                perf_nccl_run(op == OP_ALLREDUCE, bytes, iters, warmup, o.root, &nccl_us) == 0)
                 nccl_busbw = (double)bytes / (nccl_us * 1e-6) / 1e9 * (op == OP_ALLREDUCE ? 2.0 * (g_size - 1) / g_size : 1.0);
 #endif
             total_wrong += z.wrong + m.wrong;
@@ -508,7 +564,7 @@ int perf_coll_main(int argc, char **argv)
             if (g_rank == 0) {
                 printf("%-9s %10zu %9zu %-12.12s | %9.2f %8.3f %8.3f %5ld | %9.2f %8.3f %8.3f %5ld | %7.2f | %8.2f %8.2f "
                        "%8.2f | %8.2f %8.2f %8.2f | %6.2f",
-                       tok, bytes, count, alg, z.time_us, z.algbw, z.busbw, z.wrong, m.time_us, m.algbw, m.busbw,
+                       tok, shown, count, alg, z.time_us, z.algbw, z.busbw, z.wrong, m.time_us, m.algbw, m.busbw,
                        m.wrong, bx, z.lat_avg, z.lat_min, z.lat_max, m.lat_avg, m.lat_min, m.lat_max, lx);
                 printf(" | med %.2f/%.2f", z.lat_med, m.lat_med);
                 if (reps > 1)
@@ -523,7 +579,7 @@ int perf_coll_main(int argc, char **argv)
                     fprintf(out.csv,
                             "%s,%s,%d,%zu,%zu,%ld,%s,%.3f,%.4f,%.4f,%ld,%.3f,%.4f,%.4f,%ld,%.4f,%.3f,%.3f,%.3f,%.3f,%.3f,"
                             "%.3f,%.4f,%.4f,%.3f,%.4f,%.3f,%.3f,%.4f,%ld,%.3f,%.3f\n",
-                            tok, o.mem, g_size, bytes, count, iters, alg, z.time_us, z.algbw, z.busbw, z.wrong,
+                            tok, o.mem, g_size, shown, count, iters, alg, z.time_us, z.algbw, z.busbw, z.wrong,
                             m.time_us, m.algbw, m.busbw, m.wrong, bx, z.lat_avg, z.lat_min, z.lat_max, m.lat_avg,
                             m.lat_min, m.lat_max, lx, stage, nccl_us, nccl_busbw, z.lat_med, m.lat_med,
                             use_mpi && m.lat_med > 0 ? z.lat_med / m.lat_med : 0, reps, z.stream_min, m.stream_min);

@@ -117,6 +117,11 @@ zap_status_t zap_coll_agree_init_bcast(zap_coll_op_t *op, zap_coll_form_t form, 
     return setup(op, form, phase, data, bytes, ZAP_DT_UINT8, ZAP_OP_SUM, root);
 }
 
+zap_status_t zap_coll_agree_init_gather(zap_coll_op_t *op, const void *data, size_t bytes)
+{
+    return setup(op, ZAP_COLL_FORM_SHM, 0, data, bytes, ZAP_DT_UINT8, ZAP_OP_SUM, ZAP_COLL_AGREE_GATHER);
+}
+
 void zap_coll_agree_release(zap_coll_op_t *op)
 {
     if (op->agree.buf.handle != 0)

@@ -40,6 +40,7 @@ typedef struct zap_comm zap_comm_t;
 
 #define ZAP_COLL_AGREE_INLINE_BYTES 4096 /* the exchange's message slots (2, or p when flat) for small host payloads */
 #define ZAP_COLL_FLAT_MAX_RANKS 32       /* the flat form: one slot and two requests per rank */
+#define ZAP_COLL_AGREE_GATHER (-2)       /* zap_coll_agree_t.root of zap_coll_agree_init_gather */
 
 /* Header words, exchanged as min[] and max[]: three whole words and one of
  * 8-bit lanes. 64 bytes in all, so an 8-byte allreduce's message (header and
@@ -108,7 +109,8 @@ typedef struct zap_coll_agree {
      * take no pool buffer at all. */
     alignas(64) unsigned char inline_area[ZAP_COLL_AGREE_INLINE_BYTES];
     size_t msg_bytes;
-    int root;    /* broadcast mode: the root (its data travels, nothing is reduced); -1: reduce */
+    int root;    /* broadcast mode: the root (its data travels, nothing is reduced); -1: reduce;
+                    ZAP_COLL_AGREE_GATHER: every rank's data published, nothing combined */
     int root_nr; /* broadcast mode: newrank holding the data after the fold */
     size_t expect; /* length the pending receive must have */
     size_t in_len;
@@ -151,6 +153,15 @@ zap_status_t zap_coll_agree_init(zap_coll_op_t *op, zap_coll_form_t form, int ph
  * log2(p) rounds. Not in the flat form. */
 zap_status_t zap_coll_agree_init_bcast(zap_coll_op_t *op, zap_coll_form_t form, int phase, const void *data,
                                        size_t bytes, int root);
+/* The shared-memory form only: every rank publishes bytes of its own from
+ * data in its slot (at most ZAP_COLL_SHM_PAYLOAD) and nothing is combined;
+ * after ZAP_OK, zap_coll_agree_slot gives rank q's bytes. They stay valid
+ * until this rank's next shared-memory exchange publishes, so the caller
+ * reads them in the progress call that saw the agreement complete (no other
+ * exchange of this rank can publish before). For collectives that read the
+ * other ranks' contributions themselves (gather, alltoall, scan). */
+zap_status_t zap_coll_agree_init_gather(zap_coll_op_t *op, const void *data, size_t bytes);
+const void *zap_coll_agree_slot(const zap_coll_op_t *op, int q);
 /* Advances it: ZAP_INPROGRESS, ZAP_OK (arguments agree), ZAP_ERR_MISMATCH
  * (logged once with the differing field) or a transport error. */
 zap_status_t zap_coll_agree_progress(zap_coll_op_t *op);

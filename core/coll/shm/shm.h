@@ -213,4 +213,14 @@ zap_status_t zap_coll_shm_large_turn(zap_coll_op_t *op, size_t bytes);
  * when set, written into op's header so ranks set differently report a
  * mismatch. */
 size_t zap_coll_shm_large_chunk(zap_coll_op_t *op, bool agreed);
+
+/* --- single-copy reads (shm_cma.c) ------------------------------------------ */
+/* Reads bytes at comm rank q's address from (in q's address space) into to:
+ * ZAP_OK; ZAP_ERR_PEER_FAILED (logged) when q's process is gone;
+ * ZAP_ERR_TRANSPORT (logged) when the range is not readable. */
+zap_status_t zap_coll_shm_read(const zap_coll_op_t *op, int q, void *to, uint64_t from, size_t bytes);
+/* The segment's single-copy scratch, grown to at least bytes (shared by the
+ * single-copy forms, which run one at a time: large exchanges are in turn);
+ * NULL (logged) without memory. */
+void *zap_coll_shm_cma_scratch(zap_coll_shm_t *s, size_t bytes);
 #endif
