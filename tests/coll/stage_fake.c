@@ -3,7 +3,10 @@
  * are malloc'd, copies are memcpy, reductions the CPU loops, and a fence is
  * "done" only on its second test, so the state machine's waits, rounds and
  * fallbacks run on machines without a GPU. Knobs make acquire and peer open
- * fail on demand. */
+ * fail on demand. The memory-kind part (zap_cuda_ptr_kind, the synchronous
+ * copies and reductions) is stood in for too: host ranges registered with
+ * zap_fake_managed count as managed memory, and every synchronous call is
+ * counted, as cuda/coll counts the real ones. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -23,6 +26,13 @@ struct zap_stage_slot {
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t kind_lock = PTHREAD_MUTEX_INITIALIZER;
+#define FAKE_MANAGED_MAX 64
+static struct {
+    const char *base;
+    size_t bytes;
+} managed[FAKE_MANAGED_MAX];
+static atomic_ullong sync_calls;
 static zap_stage_slot_t slots[ZAP_STAGE_SLOTS];
 static atomic_int zap_fake_fail_acquire, zap_fake_fail_open, zap_fake_refuse_move, zap_fake_held, zap_fake_acquires;
 
@@ -153,4 +163,52 @@ zap_status_t zap_stage_fence(zap_stage_slot_t *slot)
 zap_status_t zap_stage_test(zap_stage_slot_t *slot)
 {
     return ++slot->polls >= 2 ? ZAP_OK : ZAP_INPROGRESS;
+}
+
+void zap_fake_managed(const void *ptr, size_t bytes)
+{
+    pthread_mutex_lock(&kind_lock);
+    for (int i = 0; i < FAKE_MANAGED_MAX; i++)
+        if (managed[i].base == NULL || (bytes == 0 && managed[i].base == ptr)) {
+            managed[i].base = bytes == 0 ? NULL : ptr;
+            managed[i].bytes = bytes;
+            break;
+        }
+    pthread_mutex_unlock(&kind_lock);
+}
+
+zap_mem_kind_t zap_cuda_ptr_kind(const void *ptr)
+{
+    zap_mem_kind_t kind = ZAP_MEM_HOST;
+    pthread_mutex_lock(&kind_lock);
+    for (int i = 0; i < FAKE_MANAGED_MAX; i++)
+        if (managed[i].base != NULL && (const char *)ptr >= managed[i].base &&
+            (const char *)ptr < managed[i].base + managed[i].bytes)
+            kind = ZAP_MEM_MANAGED;
+    pthread_mutex_unlock(&kind_lock);
+    return kind;
+}
+
+uint64_t zap_cuda_coll_sync_calls(void) { return atomic_load(&sync_calls); }
+
+zap_status_t zap_cuda_copy(void *dst, const void *src, size_t bytes)
+{
+    atomic_fetch_add(&sync_calls, 1);
+    memmove(dst, src, bytes);
+    return ZAP_OK;
+}
+
+zap_status_t zap_cuda_reduce(zap_dtype_t dt, zap_op_t op, void *dst, const void *a, const void *b, size_t count)
+{
+    atomic_fetch_add(&sync_calls, 1);
+    zap_reduce_cpu(dt, op, dst, a, b, count);
+    return ZAP_OK;
+}
+
+zap_status_t zap_cuda_reduce_async(void *stream, zap_dtype_t dt, zap_op_t op, void *dst, const void *a,
+                                   const void *b, size_t count)
+{
+    (void)stream;
+    zap_reduce_cpu(dt, op, dst, a, b, count);
+    return ZAP_OK;
 }

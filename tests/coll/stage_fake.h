@@ -12,6 +12,9 @@ void zap_fake_stage_refuse_move(int n);
 /* Slots taken and not given back; slot acquires so far. */
 int zap_fake_stage_held(void);
 int zap_fake_stage_acquires(void);
+/* [ptr, ptr + bytes) of host memory counts as managed memory from now on
+ * (bytes 0: no longer); at most 64 ranges at once. */
+void zap_fake_managed(const void *ptr, size_t bytes);
 #ifdef __cplusplus
 }
 #endif

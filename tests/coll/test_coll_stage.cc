@@ -11,6 +11,7 @@
 extern "C" {
 #include "coll/reduce/reduce.h"
 #include "coll/gpu/gpu.h"
+#include "cuda_coll.h"
 }
 
 using namespace colltest;
@@ -245,6 +246,55 @@ TEST(StageProtocol, OutstandingOperationsAndMismatch)
         EXPECT_EQ(ZAP_ERR_MISMATCH, zap_bcast(w.c[r], m.data(), count, ZAP_DT_INT64, r));
     });
     EXPECT_EQ(0, zap_fake_stage_held());
+}
+
+} // namespace
+
+namespace {
+
+// Host memory the stand-in reports as managed memory while it lives.
+struct FakeManaged {
+    std::vector<uint8_t> v;
+    explicit FakeManaged(size_t bytes, uint8_t fill = 0) : v(bytes + 1, fill) { zap_fake_managed(v.data(), v.size()); }
+    ~FakeManaged() { zap_fake_managed(v.data(), 0); }
+    FakeManaged(const FakeManaged &) = delete;
+    FakeManaged &operator=(const FakeManaged &) = delete;
+    uint8_t *data() { return v.data(); }
+};
+
+// On the host path (below the GPU path's threshold, or with the path off)
+// the collectives copy and reduce managed memory with the CPU: no call that
+// waits for the GPU (engine/mem.c). Each such call waits for a GPU time slice
+// where processes share a device, which made every managed collective cost
+// hundreds of microseconds. Every size and algorithm the host path has.
+TEST(ManagedMemory, HostPathCollectivesMakeNoCallThatWaitsForTheGpu)
+{
+    for (zap_comm_gpu_path_t path : {ZAP_COMM_GPU_PATH_OFF, ZAP_COMM_GPU_PATH_AUTO})
+        for (int n : {2, 3, 4})
+            for (size_t count : {(size_t)2, (size_t)1000, (size_t)70001}) {
+                if (path == ZAP_COMM_GPU_PATH_AUTO && count * 4 >= (64u << 10))
+                    continue; // the GPU path's own stand-in copies
+                World w(n, Params().gpu(path));
+                uint64_t before = zap_cuda_coll_sync_calls();
+                w.run([&](int r) {
+                    FakeManaged in(count * 4), out(count * 4), all(count * 4 * n);
+                    int32_t *x = (int32_t *)in.data(), *y = (int32_t *)out.data(), *g = (int32_t *)all.data();
+                    for (size_t i = 0; i < count; i++)
+                        x[i] = (int32_t)(i + 1) * (r + 1);
+                    ASSERT_EQ(ZAP_OK, zap_allreduce(w.c[r], x, y, count, ZAP_DT_INT32, ZAP_OP_SUM));
+                    EXPECT_EQ(y[count - 1], (int32_t)count * n * (n + 1) / 2) << "rank " << r;
+                    ASSERT_EQ(ZAP_OK, zap_bcast(w.c[r], x, count, ZAP_DT_INT32, n - 1));
+                    EXPECT_EQ(x[count - 1], (int32_t)count * n) << "rank " << r;
+                    for (size_t i = 0; i < count; i++)
+                        x[i] = r;
+                    ASSERT_EQ(ZAP_OK, zap_allgather(w.c[r], x, count, g, ZAP_DT_INT32));
+                    EXPECT_EQ(g[count * n - 1], n - 1) << "rank " << r;
+                    ASSERT_EQ(ZAP_OK, zap_scatter(w.c[r], g, y, count, ZAP_DT_INT32, 0));
+                    EXPECT_EQ(y[0], r) << "rank " << r;
+                });
+                EXPECT_EQ(before, zap_cuda_coll_sync_calls())
+                    << n << " ranks, " << count << " elements, path " << path;
+            }
 }
 
 } // namespace
