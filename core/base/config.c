@@ -101,9 +101,10 @@ static const cfg_row_t rows[] = {
                                 "runs on the host; a small one, whose agreement carries its data, is a "
                                 "mismatch."},
                                CFG_CHOICE, "auto|ipc|off", 0, 0},
-    [ZAP_CFG_COLL_GPU_MIN_BYTES] = {{"ZAP_COLL_GPU_MIN_BYTES", "0", "bytes, 0 to 1T",
-                                     "Smallest allreduce or broadcast that takes the GPU path under "
-                                     "ZAP_COLL_GPU_PATH=auto."},
+    [ZAP_CFG_COLL_GPU_MIN_BYTES] = {{"ZAP_COLL_GPU_MIN_BYTES", "64K", "bytes, 0 to 1T",
+                                     "Smallest allreduce or broadcast on managed memory that takes the GPU path "
+                                     "under ZAP_COLL_GPU_PATH=auto; smaller ones are moved by the CPU where the "
+                                     "data lies. Device memory takes the path at every size."},
                                     CFG_SIZE, NULL, 0, 1024 * GiB},
     [ZAP_CFG_COLL_SHM] = {{"ZAP_COLL_SHM", "auto", "auto|off",
                            "Communicators whose ranks are processes on one host: allreduces and broadcasts "

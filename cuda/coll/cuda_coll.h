@@ -46,6 +46,10 @@ zap_status_t zap_cuda_copy(void *dst, const void *src, size_t bytes);
  * on the device, launch and wait. a, b and dst must be addressable by the
  * device (managed, device or mapped pinned memory). */
 zap_status_t zap_cuda_reduce(zap_dtype_t dt, zap_op_t op, void *dst, const void *a, const void *b, size_t count);
+/* How many zap_cuda_copy and zap_cuda_reduce calls this process has made
+ * (each waits for the GPU): tests check that host-path collectives on
+ * managed memory make none (core/coll/engine/mem.c). */
+uint64_t zap_cuda_coll_sync_calls(void);
 /* The same kernels on a given stream without waiting (stream NULL: the
  * legacy default stream). */
 zap_status_t zap_cuda_reduce_async(void *stream, zap_dtype_t dt, zap_op_t op, void *dst, const void *a,

@@ -8,6 +8,7 @@
  * synchronous with respect to their data); zap_cuda_reduce_async queues them
  * on a given stream. Semantics (combine.cuh) match the CPU loops in
  * core/coll/reduce/reduce_cpu.c bit for bit. Every CUDA call is checked. */
+#include <atomic>
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include "combine.cuh"
@@ -70,8 +71,13 @@ extern "C" zap_mem_kind_t zap_cuda_ptr_kind(const void *ptr)
     }
 }
 
+static std::atomic<uint64_t> sync_calls;
+
+extern "C" uint64_t zap_cuda_coll_sync_calls(void) { return sync_calls.load(std::memory_order_relaxed); }
+
 extern "C" zap_status_t zap_cuda_copy(void *dst, const void *src, size_t bytes)
 {
+    sync_calls.fetch_add(1, std::memory_order_relaxed);
     return check(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault), "cudaMemcpy (collective copy)");
 }
 
@@ -111,6 +117,7 @@ extern "C" zap_status_t zap_cuda_reduce(zap_dtype_t dt, zap_op_t op, void *dst, 
 {
     if (n == 0)
         return ZAP_OK;
+    sync_calls.fetch_add(1, std::memory_order_relaxed);
     zap_status_t st = launch(0, dt, op, dst, a, b, n);
     if (st != ZAP_OK)
         return st;

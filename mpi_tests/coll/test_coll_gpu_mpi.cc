@@ -332,4 +332,42 @@ TEST_F(GpuCollMpi, HostBufferOnOneRankFallsBackOnAll)
     EXPECT_EQ(c0.fb + (MpiRank() != 0 ? 1u : 0u), c1.fb);
 }
 
+// Small collectives on managed buffers, every rank a process sharing a host
+// (and, on a one-GPU machine, the GPU), under the automatic choice: they
+// move through the shared segment with the CPU touching the managed pages,
+// and make no call that waits for the GPU (engine/mem.c). Each such call
+// waited for a GPU time slice when processes shared the device.
+TEST_F(GpuCollMpi, SmallManagedCollectivesMakeNoCallThatWaitsForTheGpu)
+{
+    zap_comm_params_t prm{};
+    prm.allreduce_alg = "auto";
+    prm.bcast_alg = "auto";
+    prm.gpu_path = ZAP_COMM_GPU_PATH_AUTO;
+    zap_comm_t *c = nullptr;
+    ASSERT_EQ(ZAP_OK, zap_comm_create_ex(zap_comm_transport(comm_), &prm, &c));
+    int p = MpiSize(), r = MpiRank();
+    int32_t *x = nullptr, *y = nullptr, *g = nullptr;
+    ASSERT_EQ(cudaSuccess, cudaMallocManaged((void **)&x, 64));
+    ASSERT_EQ(cudaSuccess, cudaMallocManaged((void **)&y, 64));
+    ASSERT_EQ(cudaSuccess, cudaMallocManaged((void **)&g, 64 * (size_t)p));
+    uint64_t before = zap_cuda_coll_sync_calls();
+    for (int i = 0; i < 100; i++) {
+        x[0] = r + i;
+        x[1] = 1;
+        ASSERT_EQ(ZAP_OK, zap_allreduce(c, x, y, 2, ZAP_DT_INT32, ZAP_OP_SUM));
+        ASSERT_EQ(y[0], p * (p - 1) / 2 + p * i);
+        ASSERT_EQ(ZAP_OK, zap_bcast(c, x, 2, ZAP_DT_INT32, i % p));
+        ASSERT_EQ(x[0], i % p + i);
+        ASSERT_EQ(ZAP_OK, zap_allgather(c, y, 1, g, ZAP_DT_INT32));
+        ASSERT_EQ(g[p - 1], y[0]);
+        ASSERT_EQ(ZAP_OK, zap_scatter(c, g, x, 1, ZAP_DT_INT32, 0));
+        ASSERT_EQ(x[0], y[0]);
+    }
+    EXPECT_EQ(before, zap_cuda_coll_sync_calls());
+    cudaFree(x);
+    cudaFree(y);
+    cudaFree(g);
+    zap_comm_destroy(c);
+}
+
 } // namespace

@@ -448,4 +448,42 @@ TEST(GpuStage, MixedInputAndOutputKinds)
 #endif
 }
 
+// The host path (below the GPU path's threshold, or with it off) copies and
+// reduces managed memory with the CPU: no call that waits for the GPU
+// (engine/mem.c), at every size and on every host algorithm; results right.
+TEST(CudaManaged, HostPathCollectivesMakeNoCallThatWaitsForTheGpu)
+{
+    REQUIRE_GPU();
+#ifdef ZAP_TEST_HAVE_CUDA
+    for (zap_comm_gpu_path_t gp : {ZAP_COMM_GPU_PATH_OFF, ZAP_COMM_GPU_PATH_AUTO})
+        for (int n : {2, 4})
+            for (size_t count : {(size_t)2, (size_t)1000, (size_t)70001}) {
+                if (gp == ZAP_COMM_GPU_PATH_AUTO && count * 4 >= (64u << 10))
+                    continue; // the GPU path's own copies
+                World w(n, path(gp));
+                uint64_t before = zap_cuda_coll_sync_calls();
+                w.run([&](int r) {
+                    int32_t *x = (int32_t *)managed(count * 4), *y = (int32_t *)managed(count * 4);
+                    int32_t *g = (int32_t *)managed(count * 4 * n);
+                    for (size_t i = 0; i < count; i++)
+                        x[i] = (int32_t)(i + 1) * (r + 1);
+                    EXPECT_EQ(ZAP_OK, zap_allreduce(w.c[r], x, y, count, ZAP_DT_INT32, ZAP_OP_SUM));
+                    EXPECT_EQ(y[count - 1], (int32_t)count * n * (n + 1) / 2) << "rank " << r;
+                    EXPECT_EQ(ZAP_OK, zap_bcast(w.c[r], x, count, ZAP_DT_INT32, n - 1));
+                    EXPECT_EQ(x[count - 1], (int32_t)count * n) << "rank " << r;
+                    for (size_t i = 0; i < count; i++)
+                        x[i] = r;
+                    EXPECT_EQ(ZAP_OK, zap_allgather(w.c[r], x, count, g, ZAP_DT_INT32));
+                    EXPECT_EQ(g[count * n - 1], n - 1) << "rank " << r;
+                    EXPECT_EQ(ZAP_OK, zap_scatter(w.c[r], g, y, count, ZAP_DT_INT32, 0));
+                    EXPECT_EQ(y[0], r) << "rank " << r;
+                    cudaFree(x);
+                    cudaFree(y);
+                    cudaFree(g);
+                });
+                EXPECT_EQ(before, zap_cuda_coll_sync_calls()) << n << " ranks, " << count << " elements, path " << gp;
+            }
+#endif
+}
+
 } // namespace

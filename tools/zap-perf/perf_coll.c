@@ -14,8 +14,11 @@
  * For each operation and size (powers of two of bytes, --min to --max):
  *   - nccl-tests-style streaming time: --iters operations back to back after
  *     --warmup untimed ones; time = the slowest rank's average per operation;
- *     algbw = bytes / time; busbw = algbw * 2(n-1)/n (allreduce) or algbw
- *     (broadcast), the formulas of nccl-tests' PERFORMANCE.md.
+ *     algbw = bytes / time; busbw = algbw * 2(n-1)/n (allreduce), algbw
+ *     (broadcast) or algbw * (n-1)/n (allgather, scatter), the formulas of
+ *     nccl-tests' PERFORMANCE.md. For allgather and scatter, bytes is the
+ *     whole result (every rank's block): count = bytes / 4 / n elements per
+ *     rank, sizes with less than one element per rank skipped.
  *   - OSU-style isolated latency: --iters operations, each between barriers
  *     (untimed); avg (mean over ranks of each rank's mean), min, max.
  *   - wrong: the isolated pass checks every iteration's result on every rank
@@ -58,6 +61,7 @@
 #include "zap/coll.h"
 #include "zap/ucp.h"
 #include "coll/gpu/gpu.h"
+#include "coll/coll_test.h"
 #ifdef ZAP_PERF_HAVE_CUDA
 #include <cuda_runtime.h>
 #endif
@@ -77,12 +81,14 @@ typedef enum {
     OP_ALLTOALLV,
     OP_SCAN,
     OP_EXSCAN,
+    OP_ALLGATHER,
+    OP_SCATTER,
     OP_N
 } coll_op_t;
 
 static const char *const op_names[OP_N] = {"allreduce", "bcast",   "reduce",    "reduce_scatter", "reduce_scatter_block",
                                            "gather",    "gatherv", "alltoall",  "alltoallv",      "scan",
-                                           "exscan"};
+                                           "exscan", "allgather", "scatter"};
 
 /* nccl-tests' bus-bandwidth factors (PERFORMANCE.md): what each rank's link
  * must carry relative to the size. */
@@ -95,7 +101,9 @@ static double bus_factor(coll_op_t op, int n)
     case OP_GATHER:
     case OP_GATHERV:
     case OP_ALLTOALL:
-    case OP_ALLTOALLV: return (double)(n - 1) / n;
+    case OP_ALLTOALLV:
+    case OP_ALLGATHER:
+    case OP_SCATTER: return (double)(n - 1) / n;
     default: return 1.0;
     }
 }
@@ -134,9 +142,9 @@ static void usage(void)
             "                                 [--mpi-device] [--no-nccl] [--reps N] [--sizes LIST] [--no-zap]\n"
             "                                 [--max-iters N]\n"
             "  sizes in bytes (K, M, G: powers of 1024), defaults --min 8 --max 64M; float32 sum\n"
-            "  ops: allreduce bcast reduce reduce_scatter reduce_scatter_block gather gatherv alltoall\n"
-            "  alltoallv scan exscan (sizes: the whole vector, the root's gathered result, or each rank's\n"
-            "  alltoall send buffer)\n"
+            "  ops: allreduce bcast reduce reduce_scatter reduce_scatter_block gather gatherv allgather scatter\n"
+            "  alltoall alltoallv scan exscan (sizes: the whole vector, the gathered or scattered whole, or\n"
+            "  each rank's alltoall send buffer)\n"
             "  --iters default by size (1000 below 64K ... 10 from 16M); --alg forces the op's algorithm\n"
             "  (its ZAP_<COLL>_ALG; auto: the selection table)\n"
             "  --reps N: N streaming passes per size; time is their median, smin their minimum\n"
@@ -336,6 +344,8 @@ static void run_once(const ctx_t *c)
                                ZAP_DT_FLOAT32);
             break;
         case OP_SCAN: st = zap_scan(c->comm, b->send, b->recv, c->count, ZAP_DT_FLOAT32, ZAP_OP_SUM); break;
+        case OP_ALLGATHER: st = zap_allgather(c->comm, b->send, c->part, b->recv, ZAP_DT_FLOAT32); break;
+        case OP_SCATTER: st = zap_scatter(c->comm, b->send, b->recv, c->part, ZAP_DT_FLOAT32, c->root); break;
         default: st = zap_exscan(c->comm, b->send, b->recv, c->count, ZAP_DT_FLOAT32, ZAP_OP_SUM); break;
         }
         if (st != ZAP_OK)
@@ -358,6 +368,8 @@ static void run_once(const ctx_t *c)
         MPI_Alltoallv(b->send, c->icounts, c->idispls, MPI_FLOAT, b->recv, c->icounts, c->idispls, MPI_FLOAT, w);
         break;
     case OP_SCAN: MPI_Scan(b->send, b->recv, n, MPI_FLOAT, MPI_SUM, w); break;
+    case OP_ALLGATHER: MPI_Allgather(b->send, k, MPI_FLOAT, b->recv, k, MPI_FLOAT, w); break;
+    case OP_SCATTER: MPI_Scatter(b->send, k, MPI_FLOAT, b->recv, k, MPI_FLOAT, c->root, w); break;
     default: MPI_Exscan(b->send, b->recv, n, MPI_FLOAT, MPI_SUM, w); break;
     }
 }
@@ -399,6 +411,20 @@ static void prepare(const ctx_t *c)
             for (size_t j = 0; j < k; j++)
                 b->expect[(c->op == OP_GATHER ? (size_t)q * k : vblock(c, q)) + j] = (float)(q * 1000 + (int)(j % 251));
         break;
+    case OP_ALLGATHER:
+        for (size_t j = 0; j < k; j++)
+            b->host[j] = (float)(r * 1000 + (int)(j % 251));
+        for (int q = 0; q < p; q++)
+            for (size_t j = 0; j < k; j++)
+                b->expect[(size_t)q * k + j] = (float)(q * 1000 + (int)(j % 251));
+        break;
+    case OP_SCATTER:
+        for (int q = 0; r == c->root && q < p; q++)
+            for (size_t j = 0; j < k; j++)
+                b->host[(size_t)q * k + j] = (float)(q * 1000 + (int)(j % 251));
+        for (size_t j = 0; j < k; j++)
+            b->expect[j] = (float)(r * 1000 + (int)(j % 251));
+        break;
     case OP_ALLTOALL:
     case OP_ALLTOALLV:
         for (int q = 0; q < p; q++)
@@ -429,7 +455,9 @@ static void prepare(const ctx_t *c)
  * other receive buffer is poisoned, so an iteration that wrote nothing shows. */
 static void reset_recv(const ctx_t *c)
 {
-    size_t n = c->count;
+    size_t n = result_count(c);
+    if (c->op == OP_ALLREDUCE)
+        return;
     for (size_t i = 0; i < n; i++)
         c->b->host[i] = c->op == OP_BCAST && g_rank == c->root ? c->b->expect[i] : -1.0f;
     to_buf(c->b, c->b->recv, c->b->host, n * sizeof(float));
@@ -437,7 +465,7 @@ static void reset_recv(const ctx_t *c)
 
 static long check(const ctx_t *c)
 {
-    size_t n = c->count;
+    size_t n = result_count(c);
     from_buf(c->b, c->b->host, c->b->recv, n * sizeof(float));
     long bad = 0;
     for (size_t i = 0; i < n; i++)
@@ -543,7 +571,7 @@ static void measure(const ctx_t *c, long iters, long warmup, long reps, result_t
     MPI_Allreduce(&mn, &g_min, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
     MPI_Allreduce(&mx, &g_max, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     MPI_Allreduce(&wrong, &g_wrong, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
-    double bytes = (double)(c->count * sizeof(float));
+    double bytes = (double)(c->count * sizeof(float)) * (c->op == OP_ALLGATHER || c->op == OP_SCATTER ? g_size : 1);
     r->time_us = worst * 1e6;
     r->algbw = bytes / worst / 1e9;
     r->busbw = r->algbw * bus_factor(c->op, g_size);
@@ -709,10 +737,14 @@ int perf_coll_main(int argc, char **argv)
             case OP_ALLTOALL:
             case OP_ALLTOALLV: params.alltoall_alg = o.alg; break;
             case OP_SCAN: params.scan_alg = o.alg; break;
-            default: params.exscan_alg = o.alg; break;
+            case OP_EXSCAN: params.exscan_alg = o.alg; break;
+            default: break; /* allgather, scatter: forced below */
             }
             if ((st = zap_comm_create_ex(t, &params, &forced)) != ZAP_OK)
                 die("zap_comm_create_ex", st);
+            if ((op == OP_ALLGATHER || op == OP_SCATTER) &&
+                (st = zap_coll_test_force(forced, op == OP_ALLGATHER ? "allgatherv" : "scatterv", o.alg)) != ZAP_OK)
+                die("--alg", st);
         }
         zap_comm_t *opcomm = forced != NULL ? forced : comm;
         for (int k = 0; o.nsizes > 0 ? k < o.nsizes : (o.min << k) <= o.max; k++) {
@@ -771,7 +803,7 @@ int perf_coll_main(int argc, char **argv)
             if (g_rank == 0) {
                 printf("%-20s %10zu %9zu %-12.12s | %9.2f %8.3f %8.3f %5ld | %9.2f %8.3f %8.3f %5ld | %7.2f | %8.2f %8.2f "
                        "%8.2f | %8.2f %8.2f %8.2f | %6.2f",
-                       tok, bytes, count, alg, z.time_us, z.algbw, z.busbw, z.wrong, m.time_us, m.algbw, m.busbw,
+                       tok, shown, count, alg, z.time_us, z.algbw, z.busbw, z.wrong, m.time_us, m.algbw, m.busbw,
                        m.wrong, bx, z.lat_avg, z.lat_min, z.lat_max, m.lat_avg, m.lat_min, m.lat_max, lx);
                 printf(" | med %.2f/%.2f", z.lat_med, m.lat_med);
                 printf(" | xB %.0f/%.0f", z.xhost_rank, z.xhost_host_max);

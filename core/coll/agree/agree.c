@@ -77,14 +77,15 @@ static zap_status_t setup(zap_coll_op_t *op, zap_coll_form_t form, int phase, co
     ag->msg_bytes = sizeof(zap_coll_hdr_t) + count * zap_dtype_size(dt);
     ag->expect = ag->msg_bytes;
     /* The receive area starts on a 64-byte boundary (the header holds 64-bit
-     * fields; the payload follows the 64-byte header). Host payloads that fit
-     * use the operation's inline area, GPU-resident ones pool scratch the
-     * reduction kernels can address. */
+     * fields; the payload follows the 64-byte header). Payloads the CPU
+     * combines (any kind but device memory, engine/mem.c) that fit use the
+     * operation's inline area, device ones pool scratch the reduction kernels
+     * can address. */
     size_t stride = (ag->msg_bytes + 63) & ~(size_t)63;
     ag->stride = stride;
     ag->shm = ag->form == ZAP_COLL_FORM_SHM;
     size_t slots = ag->form == ZAP_COLL_FORM_FLAT ? (size_t)op->comm->size : ag->shm ? 1 : 2;
-    bool host = op->mem != ZAP_MEM_DEVICE && op->mem != ZAP_MEM_MANAGED;
+    bool host = op->mem != ZAP_MEM_DEVICE;
     if ((count == 0 || host) && slots * stride <= ZAP_COLL_AGREE_INLINE_BYTES) {
         ag->acc = (zap_coll_hdr_t *)ag->inline_area;
     } else {

@@ -1,4 +1,17 @@
-/* Local data work by memory kind (mem.h). */
+/* Local data work by memory kind (mem.h).
+ *
+ * Who touches what: the host algorithms copy and reduce host, pinned and
+ * managed data with the CPU; only device memory (cudaMalloc, not CPU
+ * addressable) goes through cuda/coll's copies and kernels, each a call that
+ * waits for the GPU. Managed memory is CPU addressable, and on the host path
+ * the CPU touches it anyway (the transport reads and writes it with the CPU,
+ * the shared-memory forms copy it into the segment): a CUDA copy or kernel
+ * there adds a GPU round trip to every step, waits for a GPU time slice
+ * where processes share the device (hundreds of microseconds for an 8-byte
+ * call), and moves pages back to the GPU for the transport to fault over
+ * again. Large GPU-resident calls take the GPU-resident path instead
+ * (core/coll/gpu: ZAP_COLL_GPU_PATH, ZAP_COLL_GPU_MIN_BYTES), which moves
+ * them GPU to GPU (docs/collectives.md, "Memory"). */
 #include "coll/engine/mem.h"
 #include "coll/reduce/reduce.h"
 #include "base/log.h"
@@ -47,8 +60,7 @@ zap_status_t zap_coll_scratch(zap_coll_op_t *op, zap_buf_t *buf, size_t size)
         memset(buf, 0, sizeof(*buf));
         return ZAP_OK;
     }
-    if ((op->mem == ZAP_MEM_HOST || op->mem == ZAP_MEM_PINNED) &&
-        zap_pool_kind(zap_transport_pool(op->comm->t)) == ZAP_MEM_MANAGED) {
+    if (op->mem != ZAP_MEM_DEVICE && zap_pool_kind(zap_transport_pool(op->comm->t)) == ZAP_MEM_MANAGED) {
         zap_pool_t *hp = coll_host_scratch_pool();
         if (hp != NULL && zap_pool_alloc(hp, size, buf) == ZAP_OK)
             return ZAP_OK;
@@ -64,10 +76,8 @@ void zap_coll_copy(const zap_coll_op_t *op, void *dst, const void *src, size_t b
 {
     if (bytes == 0 || dst == src)
         return;
-    if (op->mem == ZAP_MEM_DEVICE || op->mem == ZAP_MEM_MANAGED) {
-        if (zap_cuda_copy(dst, src, bytes) == ZAP_OK)
-            return;
-    }
+    if (op->mem == ZAP_MEM_DEVICE && zap_cuda_copy(dst, src, bytes) == ZAP_OK)
+        return;
     memcpy(dst, src, bytes);
 }
 
@@ -76,10 +86,10 @@ zap_status_t zap_coll_reduce(const zap_coll_op_t *op, zap_dtype_t dt, zap_op_t z
 {
     if (count == 0)
         return ZAP_OK;
-    /* Managed data whose op has no kernel (user ops, long double pairs) is
-     * reduced by the CPU where it lies; device data never gets here with one
-     * (the collectives refuse it: zap_reduce_check). */
-    if ((op->mem == ZAP_MEM_DEVICE || op->mem == ZAP_MEM_MANAGED) && zap_reduce_gpu_capable(dt, zop))
+    /* Managed data is reduced by the CPU where it lies (no CUDA call per
+     * step); device data never gets here with an op that has no kernel (the
+     * collectives refuse it: zap_reduce_check). */
+    if (op->mem == ZAP_MEM_DEVICE)
         return zap_cuda_reduce(dt, zop, dst, a, b, count);
     zap_reduce_cpu(dt, zop, dst, a, b, count);
     return ZAP_OK;

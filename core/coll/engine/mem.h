@@ -1,7 +1,7 @@
 /* Local data work of the collectives, dispatched by memory kind: scratch
- * buffers, copies and reductions (host and pinned data on the CPU, managed
- * and device data through cuda/coll), the kind of a user buffer, and the
- * segment size of pipelined algorithms. */
+ * buffers, copies and reductions (host, pinned and managed data on the CPU,
+ * device data through cuda/coll: mem.c says why), the kind of a user
+ * buffer, and the segment size of pipelined algorithms. */
 #ifndef ZAP_COLL_ENGINE_MEM_H
 #define ZAP_COLL_ENGINE_MEM_H
 #include <stddef.h>
@@ -9,8 +9,8 @@
 #include "coll/engine/op.h"
 
 /* Scratch for op (size 0 gives an empty buffer): a host pool when op's data
- * is host memory and the transport's pool is managed memory, else the
- * transport's pool. Logged on failure. */
+ * is touched by the CPU (any kind but device) and the transport's pool is
+ * managed memory, else the transport's pool. Logged on failure. */
 zap_status_t zap_coll_scratch(zap_coll_op_t *op, zap_buf_t *buf, size_t size);
 /* Host memory whatever op's kind (the GPU path's small messages). Logged on
  * failure. */

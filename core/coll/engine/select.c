@@ -31,7 +31,11 @@ static bool gpu_path_wanted(const zap_comm_t *comm, size_t bytes, zap_mem_kind_t
     if (bytes == 0 || set->gpu_path == ZAP_COLL_GPU_OFF || comm->size < 2 || comm->size > GPU_PATH_MAX_RANKS ||
         comm->gpu_off || !zap_gpu_can_move(mem))
         return false;
-    return (set->gpu_path == ZAP_COLL_GPU_IPC || bytes >= set->gpu_min_bytes) && zap_gpu_device_present();
+    /* Device memory has no cheaper road (the host algorithms would copy it
+     * through host memory); managed memory below gpu_min_bytes is moved by
+     * the CPU where it lies, without a call that waits for the GPU. */
+    return (set->gpu_path == ZAP_COLL_GPU_IPC || mem == ZAP_MEM_DEVICE || bytes >= set->gpu_min_bytes) &&
+           zap_gpu_device_present();
 }
 
 uint8_t zap_coll_call_flags(zap_dtype_t dt, zap_op_t op)

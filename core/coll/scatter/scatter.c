@@ -1,17 +1,28 @@
-/* Scatter(v): the root sends each rank its part directly (linear), every send
- * posted at once (in batches of ZAP_COLL_MAX_REQS), so the root's link carries
- * (p-1)/p of the data once, which is the least any algorithm can do for
- * distinct shards (a tree would forward shards through intermediate ranks).
+/* Scatter(v): argument checks, the algorithm table and the selection rows.
  *
- * Counts are known only at the root, so a receive capacity that is too small
- * shows up only on the receiver (a truncated message). A second header
- * exchange after the data (tag phase 3) carries that "bad" flag to every rank:
- * the receiver returns ZAP_ERR_INVALID_PARAM, all others ZAP_ERR_MISMATCH. */
+ * Algorithms:
+ *   linear  (here) the root sends each rank its part directly, every send
+ *           posted at once (in batches of ZAP_COLL_MAX_REQS), so the root's
+ *           link carries (p-1)/p of the data once, which is the least any
+ *           algorithm can do for distinct shards (a tree would forward shards
+ *           through intermediate ranks).
+ *   shm     (scatter_shm.c) ranks on one host: the blocks ride the root's
+ *           slot of the argument exchange where they fit, else every rank
+ *           reads its own straight from the root's sendbuf (single copy).
+ *
+ * Counts are known only at the root, so in the linear form a receive
+ * capacity that is too small shows up only on the receiver (a truncated
+ * message). A second header exchange after the data (tag phase 3) carries
+ * that "bad" flag to every rank: the receiver returns ZAP_ERR_INVALID_PARAM,
+ * all others ZAP_ERR_MISMATCH. On a communicator with a shared segment every
+ * scatter agrees in it under the automatic choice (scatter_form). */
+#include "coll/scatter/scatter.h"
 #include "coll/comm_impl.h"
 #include "coll/engine/mem.h"
 #include "coll/engine/select.h"
 #include "coll/engine/step.h"
 #include "coll/hier/hier.h"
+#include "coll/shm/shm.h"
 #include "base/log.h"
 #include <string.h>
 
@@ -130,23 +141,41 @@ static zap_status_t linear_init(zap_coll_op_t *op)
     return ZAP_OK;
 }
 
-static const zap_coll_alg_t algs[] = {
-    {.name = "linear", .description = "the root sends each rank its part directly, all sends at once",
-     .init = linear_init},
-    {.name = "hier", .description = "one message per host to its leader, then each host's own scatter",
-     .init = zap_scatterv_hier_init, .require = ZAP_COLL_PRED_HOSTS},
+static const zap_coll_alg_t algs[ZAP_SC_NALGS] = {
+    [ZAP_SC_LINEAR] = {.name = "linear", .description = "the root sends each rank its part directly, all sends at once",
+                       .init = linear_init, .by_name = true},
+    [ZAP_SC_SHM] = {.name = "shm",
+                    .description = "the blocks in the root's shared-memory slot, or read straight from its sendbuf "
+                                   "(single copy)",
+                    .init = zap_scatter_shm_init, .require = ZAP_COLL_PRED_SAME_HOST,
+                    .vote_lane = ZAP_COLL_LANE_VOTE_HOST, .vote = zap_scatter_shm_vote,
+                    .agrees_in_data = ZAP_COLL_SHM_MAX_BYTES, .by_name = true},
+    [ZAP_SC_HIER] = {.name = "hier", .description = "one message per host to its leader, then each host's own scatter",
+                     .init = zap_scatterv_hier_init, .require = ZAP_COLL_PRED_HOSTS},
 };
 static const zap_coll_row_t rows[] = {
-    {1, 3, INT32_MAX, 0, SIZE_MAX, 0, 0, "ranks on several hosts: each host receives its share once, in one piece"},
-    {0, 1, INT32_MAX, 0, SIZE_MAX, 0, 0, "the root's link carries (p-1)/p of the data once, the least possible"},
+    {ZAP_SC_HIER, 3, INT32_MAX, 0, SIZE_MAX, 0, 0, "ranks on several hosts: each host receives its share once, in one piece"},
+    {ZAP_SC_SHM, 2, ZAP_COLL_SHM_MAX_RANKS, 0, SIZE_MAX, 0, 0,
+     "one host: the root's slot carries the blocks, or each rank reads its own once"},
+    {ZAP_SC_LINEAR, 1, INT32_MAX, 0, SIZE_MAX, 0, 0, "the root's link carries (p-1)/p of the data once, the least possible"},
 };
+
+/* In the shared segment under the automatic choice and when shm is forced. */
+static zap_coll_form_t scatter_form(const zap_comm_t *comm)
+{
+    int f = comm->set.alg[ZAP_COLL_SCATTERV];
+    return comm->shm != NULL && (f < 0 || f == ZAP_SC_SHM) ? ZAP_COLL_FORM_SHM : ZAP_COLL_FORM_RD;
+}
+
 const zap_coll_desc_t zap_scatterv_desc = {
     .name = "scatterv",
     .kind = ZAP_COLL_SCATTERV,
     .algs = algs,
-    .nalgs = 2,
+    .nalgs = ZAP_SC_NALGS,
     .rows = rows,
-    .nrows = 2,
+    .nrows = (int)(sizeof(rows) / sizeof(rows[0])),
+    .form = scatter_form,
+    .needs_setup = true,
     .setting = ZAP_CFG_COUNT,
 };
 
@@ -191,8 +220,10 @@ static zap_status_t post(zap_comm_t *comm, bool is_v, const void *sendbuf, const
     zap_coll_args_t a = {.src = sendbuf, .dst = recvbuf, .count = recvcount, .fixed = fixed,
                          .counts = is_v ? counts : NULL, .displs = is_v ? displs : NULL, .dt = dt, .op = ZAP_OP_SUM,
                          .root = root, .hdr_count = is_v ? 0 : fixed, .hdr_extra = is_v ? 1 : 0, .mem = ZAP_MEM_HOST};
-    if (local == ZAP_OK)
-        a.mem = zap_coll_mem_kind(comm, recvbuf, recvcount * zap_dtype_size(dt));
+    if (local == ZAP_OK) {
+        a.bytes = recvcount * zap_dtype_size(dt);
+        a.mem = zap_coll_mem_kind(comm, recvbuf, a.bytes);
+    }
     return zap_coll_post(comm, &zap_scatterv_desc, &a, local, req_p);
 }
 
