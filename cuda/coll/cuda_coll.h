@@ -107,6 +107,14 @@ typedef struct zap_gpu_launch {
 bool zap_gpu_device_present(void);
 /* Whether the path can work on a buffer of this kind (managed or device). */
 bool zap_gpu_can_move(zap_mem_kind_t kind);
+/* Whether the GPU path's kernels (gpu_kernels.cu, combine.cuh) combine op on
+ * dt: the arithmetic and bitwise predefined ops on the integer and float
+ * types. Logical ops, MINLOC/MAXLOC, complex and pair types and user ops
+ * reduce on the host path. */
+static inline bool zap_gpu_path_combines(zap_dtype_t dt, zap_op_t op)
+{
+    return (int)dt <= (int)ZAP_DT_FLOAT64 && (int)op <= (int)ZAP_OP_BXOR;
+}
 /* An id of this host and boot (hostname and kernel boot id hashed): ranks with
  * equal ids can share device memory through IPC. */
 uint64_t zap_gpu_host_id(void);

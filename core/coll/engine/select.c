@@ -41,7 +41,7 @@ static bool gpu_path_wanted(const zap_comm_t *comm, size_t bytes, zap_mem_kind_t
 uint8_t zap_coll_call_flags(zap_dtype_t dt, zap_op_t op)
 {
     return (uint8_t)((zap_op_commutative(op) ? 0 : ZAP_COLL_CALL_NONCOMMUTATIVE) |
-                     (zap_reduce_gpu_capable(dt, op) ? 0 : ZAP_COLL_CALL_NO_GPU));
+                     (zap_reduce_gpu_capable(dt, op) && zap_gpu_path_combines(dt, op) ? 0 : ZAP_COLL_CALL_NO_GPU));
 }
 
 static uint32_t call_predicates(const zap_comm_t *comm, size_t bytes, zap_mem_kind_t mem, zap_coll_form_t form,
