@@ -12,6 +12,7 @@ prog=$2
 np=${3:-2}
 mpirun=${ZAP_TEST_MPIEXEC:-mpirun}
 info=${ZAP_TEST_OMPI_INFO:-ompi_info}
+[ -f "$dir/mca_coll_zap.so" ] || { echo "FAIL: no mca_coll_zap.so in $dir"; exit 1; }
 pkglibdir=$("$info" --path pkglibdir --parsable | sed 's/^path:pkglibdir://')
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
