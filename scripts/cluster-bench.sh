@@ -171,13 +171,16 @@ for cluster in ${clusters//,/ }; do
         [ -s "$out/coll_$tag.csv" ] || continue
         awk -F, -v H=$H -v tag="$tag" -v hanf="$out/han_$tag.csv" -v flatf="$out/flat_$tag.csv" '
             BEGIN { while ((getline l < hanf) > 0) { split(l, f, ","); if (f[1] != "op") han[f[1] "," f[4]] = f[12] }
-                    while ((getline l < flatf) > 0) { split(l, f, ","); if (f[1] != "op") { flat[f[1] "," f[4]] = f[8];
-                        flatx[f[1] "," f[4]] = (f[1] == "allreduce") ? f[34] : f[35] } } }
-            NR > 1 {
+                    while ((getline l < flatf) > 0) { m = split(l, f, ",");
+                        if (f[1] == "op") { for (i = 1; i <= m; i++) fc[f[i]] = i; continue }
+                        flat[f[1] "," f[4]] = f[8];
+                        flatx[f[1] "," f[4]] = f[fc[(f[1] == "allreduce") ? "zap_xhost_host_max" : "zap_xhost_total"]] } }
+            NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+            {
                 op = $1; n = $4; key = op "," n
                 zap = $8; mpi = $12; h = (key in han) ? han[key] : 0
-                if (op == "allreduce") { bound = 2 * (H - 1) / H * n; got = $34 }
-                else { bound = (H - 1) * n; got = $35 }
+                if (op == "allreduce") { bound = 2 * (H - 1) / H * n; got = $(c["zap_xhost_host_max"]) }
+                else { bound = (H - 1) * n; got = $(c["zap_xhost_total"]) }
                 printf "%-14s %-9s %10d %-13s %10.1f %10.1f %10.1f %6.2f %6s %12.0f %12.0f %6.3f%s%s\n", tag, op, n, $7, zap, mpi, h,
                     (zap > 0 ? mpi / zap : 0), (h > 0 ? sprintf("%.2f", h / zap) : "-"), got, bound,
                     (bound > 0 ? got / bound : 0),
