@@ -455,9 +455,7 @@ static void prepare(const ctx_t *c)
  * other receive buffer is poisoned, so an iteration that wrote nothing shows. */
 static void reset_recv(const ctx_t *c)
 {
-    size_t n = result_count(c);
-    if (c->op == OP_ALLREDUCE)
-        return;
+    size_t n = c->count;
     for (size_t i = 0; i < n; i++)
         c->b->host[i] = c->op == OP_BCAST && g_rank == c->root ? c->b->expect[i] : -1.0f;
     to_buf(c->b, c->b->recv, c->b->host, n * sizeof(float));
@@ -465,7 +463,7 @@ static void reset_recv(const ctx_t *c)
 
 static long check(const ctx_t *c)
 {
-    size_t n = result_count(c);
+    size_t n = c->count;
     from_buf(c->b, c->b->host, c->b->recv, n * sizeof(float));
     long bad = 0;
     for (size_t i = 0; i < n; i++)
@@ -803,7 +801,7 @@ int perf_coll_main(int argc, char **argv)
             if (g_rank == 0) {
                 printf("%-20s %10zu %9zu %-12.12s | %9.2f %8.3f %8.3f %5ld | %9.2f %8.3f %8.3f %5ld | %7.2f | %8.2f %8.2f "
                        "%8.2f | %8.2f %8.2f %8.2f | %6.2f",
-                       tok, shown, count, alg, z.time_us, z.algbw, z.busbw, z.wrong, m.time_us, m.algbw, m.busbw,
+                       tok, bytes, count, alg, z.time_us, z.algbw, z.busbw, z.wrong, m.time_us, m.algbw, m.busbw,
                        m.wrong, bx, z.lat_avg, z.lat_min, z.lat_max, m.lat_avg, m.lat_min, m.lat_max, lx);
                 printf(" | med %.2f/%.2f", z.lat_med, m.lat_med);
                 printf(" | xB %.0f/%.0f", z.xhost_rank, z.xhost_host_max);
