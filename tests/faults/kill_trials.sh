@@ -25,7 +25,7 @@
 # within which a zap-verify victim is killed: with a large batch and a late
 # window (say VERIFY_ITEMS=400000 KILL_WINDOW="9 12") the kill lands while
 # the ranks verify; the line then says "during verification" when a rank
-# stopped its verifier for it (the job's peer watch, core/verify/job_watch.c).
+# stopped its verifier for it (the job's peer watch, core/verify/watch.c).
 #
 # ALLREDUCE_ALG sets ZAP_ALLREDUCE_ALG for the allreduce trials: with
 # ALLREDUCE_ALG=cma the trials whose hosts share /dev/shm run the single-copy
