@@ -65,44 +65,19 @@ _Static_assert(sizeof(rab_reduce_t) <= ZAP_COLL_ALG_STATE_BYTES, "state too larg
 
 static size_t disp(const rab_reduce_t *s, int i) { return zap_pat_block_disp(s->count, (size_t)s->pof2, (size_t)i); }
 
-static int step_of(int base, int mask)
-{
-    int step = base;
-    for (int m = mask; m > 1; m >>= 1)
-        step++;
-    return step;
-}
-
-/* The block range [*lo, *hi) newrank r holds before the halving step of mask
- * (mask pof2: after all of them): each step keeps the lower half where r's
- * bit is clear, the upper half where it is set. */
-static void held(const rab_reduce_t *s, int r, int mask, int *lo, int *hi)
-{
-    int idx = 0, last = s->pof2;
-    for (int m = 1; m < mask; m <<= 1) {
-        int half = (last - idx) / 2;
-        if (r & m)
-            idx += half;
-        else
-            last -= half;
-    }
-    *lo = idx;
-    *hi = last;
-}
-
 /* A halving step: send the half of the held range on the partner's side,
  * receive the partner's part of ours. */
 static zap_status_t halve_post(zap_coll_op_t *op, rab_reduce_t *s, int p)
 {
     int lo, hi;
-    held(s, s->newrank, s->mask, &lo, &hi);
+    zap_pat_halving_range(s->pof2, s->newrank, s->mask, &lo, &hi);
     int mid = lo + (hi - lo) / 2;
     int keep_lo = s->newrank & s->mask ? mid : lo, keep_hi = s->newrank & s->mask ? hi : mid;
     int send_lo = s->newrank & s->mask ? lo : mid, send_hi = s->newrank & s->mask ? mid : hi;
     s->partner = zap_pat_rd_realrank(s->newrank ^ s->mask, p);
     s->recv_off = disp(s, keep_lo);
     s->recv_cnt = disp(s, keep_hi) - s->recv_off;
-    int step = step_of(STEP_HALVE, s->mask);
+    int step = zap_pat_step_of(STEP_HALVE, s->mask);
     zap_status_t st = zap_coll_recv(op, s->partner, PHASE, step, s->tmp + s->recv_off * s->esize,
                                     s->recv_cnt * s->esize, NULL, NULL);
     if (st == ZAP_OK)
@@ -116,14 +91,14 @@ static zap_status_t gather_post(zap_coll_op_t *op, rab_reduce_t *s, int p)
 {
     int pnr = s->newrank ^ s->mask, lo, hi;
     s->partner = zap_pat_rd_realrank(pnr, p);
-    int step = step_of(STEP_GATHER, s->mask);
+    int step = zap_pat_step_of(STEP_GATHER, s->mask);
     if ((s->newrank & s->mask) != (s->nr_root & s->mask)) {
-        held(s, s->newrank, s->mask << 1, &lo, &hi);
+        zap_pat_halving_range(s->pof2, s->newrank, s->mask << 1, &lo, &hi);
         s->sent = true;
         return zap_coll_send(op, s->partner, PHASE, step, s->buf + disp(s, lo) * s->esize,
                              (disp(s, hi) - disp(s, lo)) * s->esize);
     }
-    held(s, pnr, s->mask << 1, &lo, &hi);
+    zap_pat_halving_range(s->pof2, pnr, s->mask << 1, &lo, &hi);
     return zap_coll_recv(op, s->partner, PHASE, step, s->buf + disp(s, lo) * s->esize,
                          (disp(s, hi) - disp(s, lo)) * s->esize, NULL, NULL);
 }

@@ -92,25 +92,10 @@ static zap_status_t lay_out(zap_coll_op_t *op, rh_t *s, const char *in)
     return ZAP_OK;
 }
 
-/* The positions [*lo, *hi) newrank r holds before the step of mask. */
-static void held(const rh_t *s, int r, int mask, int *lo, int *hi)
-{
-    int idx = 0, last = s->pof2;
-    for (int m = 1; m < mask; m <<= 1) {
-        int half = (last - idx) / 2;
-        if (r & m)
-            idx += half;
-        else
-            last -= half;
-    }
-    *lo = idx;
-    *hi = last;
-}
-
 static zap_status_t halve_post(zap_coll_op_t *op, rh_t *s, int p)
 {
     int lo, hi;
-    held(s, s->newrank, s->mask, &lo, &hi);
+    zap_pat_halving_range(s->pof2, s->newrank, s->mask, &lo, &hi);
     int mid = lo + (hi - lo) / 2;
     bool upper = (s->newrank & s->mask) != 0;
     int keep_lo = upper ? mid : lo, keep_hi = upper ? hi : mid, send_lo = upper ? lo : mid, send_hi = upper ? mid : hi;
