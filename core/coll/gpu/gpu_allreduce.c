@@ -31,27 +31,10 @@ typedef struct gpu_ar {
     zap_coll_gpu_x_t x;
     void *stage;
     int state;
-    bool large, holds_stage, stage_in, stage_out, ok;
+    bool large, stage_in, stage_out, ok;
 } gpu_ar_t;
 _Static_assert(sizeof(gpu_ar_t) <= ZAP_COLL_ALG_STATE_BYTES, "state fits the operation");
-
-static void ar_release(zap_coll_op_t *op)
-{
-    gpu_ar_t *s = (gpu_ar_t *)op->alg_state;
-    zap_coll_gpu_x_release(op, &s->x);
-    if (s->holds_stage) {
-        zap_gpu_stage_release(zap_coll_gpu_of(op)->ch);
-        s->holds_stage = false;
-    }
-}
-
-/* Every rank agreed the path is out: the next candidate runs the call on the
- * untouched user buffers (the engine calls ar_release). */
-static zap_status_t fall_back(zap_coll_op_t *op)
-{
-    zap_coll_gpu_count(false);
-    return zap_coll_fall_back(op);
-}
+_Static_assert(offsetof(gpu_ar_t, x) == 0, "zap_coll_gpu_release finds the call's rounds first");
 
 /* Exposes this rank's input and output; false when it cannot take part. */
 static zap_status_t expose(zap_coll_op_t *op, gpu_ar_t *s, zap_gpu_ref_t *rin, zap_gpu_ref_t *rout, bool *can)
@@ -78,8 +61,8 @@ static zap_status_t expose(zap_coll_op_t *op, gpu_ar_t *s, zap_gpu_ref_t *rin, z
         st = zap_gpu_stage_acquire(ch, a->bytes, &s->stage, &sref);
         if (st == ZAP_ERR_BUSY)
             return ZAP_INPROGRESS;
-        s->holds_stage = st == ZAP_OK;
-        ok = s->holds_stage;
+        s->x.holds_stage = st == ZAP_OK;
+        ok = s->x.holds_stage;
         if (ok && s->stage_in)
             *rin = sref;
         if (ok && s->stage_out)
@@ -148,12 +131,12 @@ static zap_status_t ar_progress(zap_coll_op_t *op)
         switch (s->state) {
         case AR_START:
             if (!zap_coll_agree_voted(op, ZAP_COLL_LANE_VOTE_GPU))
-                return fall_back(op); /* no message beyond the header */
+                return zap_coll_gpu_fall_back(op); /* no message beyond the header */
             s->state = AR_CHAN;
             break;
         case AR_CHAN:
             if ((st = zap_coll_gpu_chan_ready(op, &s->x)) == ZAP_ERR_UNSUPPORTED)
-                return fall_back(op);
+                return zap_coll_gpu_fall_back(op);
             if (st != ZAP_OK)
                 return st;
             s->large = op->args.bytes > ZAP_GPU_BANK_BYTES;
@@ -177,7 +160,7 @@ static zap_status_t ar_progress(zap_coll_op_t *op)
             if ((st = zap_coll_gpu_round_all(op, &s->x, ZAP_GPU_MSG_CAN, &all)) != ZAP_OK)
                 return st;
             if (!all)
-                return fall_back(op);
+                return zap_coll_gpu_fall_back(op);
             s->ok = open_peers(op, s);
             s->state = AR_LAUNCH;
             break;
@@ -192,7 +175,7 @@ static zap_status_t ar_progress(zap_coll_op_t *op)
         case AR_WAIT:
             st = zap_coll_gpu_wait(op, &s->x);
             if (st == ZAP_ERR_CANCELED) /* some rank could not open a peer's buffer: nobody touched the data */
-                return fall_back(op);
+                return zap_coll_gpu_fall_back(op);
             if (st == ZAP_OK)
                 zap_coll_gpu_count(true);
             return st;
@@ -209,6 +192,6 @@ zap_status_t zap_gpu_allreduce_init(zap_coll_op_t *op)
     zap_coll_gpu_x_init(op, &s->x);
     s->state = AR_START;
     op->progress = ar_progress;
-    op->release = ar_release;
+    op->release = zap_coll_gpu_release;
     return ZAP_OK;
 }

@@ -25,25 +25,10 @@ typedef struct gpu_bc {
     zap_coll_gpu_x_t x;
     void *stage;
     int state;
-    bool large, holds_stage, stage_in, ok;
+    bool large, stage_in, ok;
 } gpu_bc_t;
 _Static_assert(sizeof(gpu_bc_t) <= ZAP_COLL_ALG_STATE_BYTES, "state fits the operation");
-
-static void bc_release(zap_coll_op_t *op)
-{
-    gpu_bc_t *s = (gpu_bc_t *)op->alg_state;
-    zap_coll_gpu_x_release(op, &s->x);
-    if (s->holds_stage) {
-        zap_gpu_stage_release(zap_coll_gpu_of(op)->ch);
-        s->holds_stage = false;
-    }
-}
-
-static zap_status_t fall_back(zap_coll_op_t *op)
-{
-    zap_coll_gpu_count(false);
-    return zap_coll_fall_back(op);
-}
+_Static_assert(offsetof(gpu_bc_t, x) == 0, "zap_coll_gpu_release finds the call's rounds first");
 
 /* The root exposes its buffer (or the staging buffer); the others have
  * nothing to show. */
@@ -66,9 +51,9 @@ static zap_status_t expose(zap_coll_op_t *op, gpu_bc_t *s, zap_gpu_ref_t *ref, b
     st = zap_gpu_stage_acquire(ch, a->bytes, &s->stage, ref);
     if (st == ZAP_ERR_BUSY)
         return ZAP_INPROGRESS;
-    s->holds_stage = st == ZAP_OK;
-    s->stage_in = s->holds_stage;
-    *can = s->holds_stage;
+    s->x.holds_stage = st == ZAP_OK;
+    s->stage_in = s->x.holds_stage;
+    *can = s->x.holds_stage;
     return ZAP_OK;
 }
 
@@ -83,12 +68,12 @@ static zap_status_t bc_progress(zap_coll_op_t *op)
         switch (s->state) {
         case BC_START:
             if (!zap_coll_agree_voted(op, ZAP_COLL_LANE_VOTE_GPU))
-                return fall_back(op);
+                return zap_coll_gpu_fall_back(op);
             s->state = BC_CHAN;
             break;
         case BC_CHAN:
             if ((st = zap_coll_gpu_chan_ready(op, &s->x)) == ZAP_ERR_UNSUPPORTED)
-                return fall_back(op);
+                return zap_coll_gpu_fall_back(op);
             if (st != ZAP_OK)
                 return st;
             s->large = a->bytes > ZAP_GPU_BANK_BYTES;
@@ -112,7 +97,7 @@ static zap_status_t bc_progress(zap_coll_op_t *op)
             if ((st = zap_coll_gpu_round_all(op, &s->x, ZAP_GPU_MSG_CAN, &all)) != ZAP_OK)
                 return st;
             if (!all)
-                return fall_back(op);
+                return zap_coll_gpu_fall_back(op);
             if (me != a->root)
                 s->ok = zap_gpu_open(zap_coll_gpu_of(op)->ch, &s->x.mail[1 + a->root].ref[0],
                                      &s->x.in[a->root]) == ZAP_OK;
@@ -144,7 +129,7 @@ static zap_status_t bc_progress(zap_coll_op_t *op)
         case BC_WAIT:
             st = zap_coll_gpu_wait(op, &s->x);
             if (st == ZAP_ERR_CANCELED)
-                return fall_back(op);
+                return zap_coll_gpu_fall_back(op);
             if (st == ZAP_OK)
                 zap_coll_gpu_count(true);
             return st;
@@ -161,6 +146,6 @@ zap_status_t zap_gpu_bcast_init(zap_coll_op_t *op)
     zap_coll_gpu_x_init(op, &s->x);
     s->state = BC_START;
     op->progress = bc_progress;
-    op->release = bc_release;
+    op->release = zap_coll_gpu_release;
     return ZAP_OK;
 }

@@ -13,6 +13,7 @@
 #include "coll/gpu/gpu_impl.h"
 #include "coll/engine/step.h"
 #include "coll/engine/mem.h"
+#include "coll/engine/select.h"
 #include "base/log.h"
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -240,8 +241,9 @@ zap_status_t zap_coll_gpu_wait(zap_coll_op_t *op, zap_coll_gpu_x_t *x)
     return st;
 }
 
-void zap_coll_gpu_x_release(zap_coll_op_t *op, zap_coll_gpu_x_t *x)
+void zap_coll_gpu_release(zap_coll_op_t *op)
 {
+    zap_coll_gpu_x_t *x = (zap_coll_gpu_x_t *)op->alg_state;
     zap_coll_gpu_t *g = zap_coll_gpu_of(op);
     if (g == NULL)
         return;
@@ -259,4 +261,14 @@ void zap_coll_gpu_x_release(zap_coll_op_t *op, zap_coll_gpu_x_t *x)
     while (x->launched && zap_coll_gpu_wait(op, x) == ZAP_INPROGRESS)
         ;
     settle(g, x);
+    if (x->holds_stage) {
+        zap_gpu_stage_release(g->ch);
+        x->holds_stage = false;
+    }
+}
+
+zap_status_t zap_coll_gpu_fall_back(zap_coll_op_t *op)
+{
+    zap_coll_gpu_count(false);
+    return zap_coll_fall_back(op);
 }

@@ -46,6 +46,7 @@ typedef struct zap_coll_gpu_x {
     uint64_t order, ticket;
     uint8_t chan_step; /* 1, 2: this call is running the channel's setup rounds */
     bool ordered, settled, launched;
+    bool holds_stage; /* this call holds the channel's staging buffer */
 } zap_coll_gpu_x_t;
 
 /* comm->gpu (made by the vote). */
@@ -69,8 +70,13 @@ zap_status_t zap_coll_gpu_round_all(zap_coll_op_t *op, zap_coll_gpu_x_t *x, uint
 zap_status_t zap_coll_gpu_launch(zap_coll_op_t *op, zap_coll_gpu_x_t *x, zap_gpu_launch_t *l);
 /* The launch's outcome (zap_gpu_test). */
 zap_status_t zap_coll_gpu_wait(zap_coll_op_t *op, zap_coll_gpu_x_t *x);
-/* Gives the call's turn away (it falls back or ended) and, where its kernel
- * is still running, waits for it: the release hook of both collectives. */
-void zap_coll_gpu_x_release(zap_coll_op_t *op, zap_coll_gpu_x_t *x);
+/* Gives the call's turn away (it falls back or ended), where its kernel is
+ * still running waits for it, and gives back the staging buffer it holds:
+ * the release hook of both collectives, whose state begins with their
+ * zap_coll_gpu_x_t. */
+void zap_coll_gpu_release(zap_coll_op_t *op);
+/* Every rank agreed the path is out: counted, and the next candidate runs
+ * the call on the untouched user buffers (the engine calls the release). */
+zap_status_t zap_coll_gpu_fall_back(zap_coll_op_t *op);
 void zap_coll_gpu_count(bool completed);
 #endif
