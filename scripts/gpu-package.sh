@@ -57,7 +57,7 @@ if [ -z "$toolsonly" ]; then
 else
   (cd "$build" && ls tools/*/zap-* cuda/ed25519/zap-ed25519-bench tests/faults/zap-fault-rank 2>/dev/null) > "$out/.files"
 fi
-(cd "$build" && ls tools/*/zap-* cuda/ed25519/zap-ed25519-bench libzap.so* 2>/dev/null) >> "$out/.files"
+(cd "$build" && ls tools/*/zap-* cuda/ed25519/zap-ed25519-bench libzap.so* plugin/ompi/mca_coll_zap.so 2>/dev/null) >> "$out/.files"
 sort -u "$out/.files" | while read -r f; do
   [ -e "$build/$f" ] || continue
   mkdir -p "$out/tree/$(dirname "$f")"
@@ -71,7 +71,8 @@ sodium=$(ldd "$build/tools/zap-verify/zap-verify" 2>/dev/null | awk '/libsodium/
 # Source files tests read, and the runner itself (this checkout's, so an old
 # tree packed as a baseline runs with the current one).
 if [ -z "$toolsonly" ]; then
-  (cd "$src" && tar cf - tests docs scripts tools/zap-verify/*.cmake tools/zap-verify/*.sh 2>/dev/null) |
+  (cd "$src" && tar cf - tests docs scripts tools/zap-verify/*.cmake tools/zap-verify/*.sh mpi_tests/*/*.sh \
+    plugin/ompi/tests/*.sh 2>/dev/null) |
     tar xf - -C "$out/src"
 fi
 cp "$repo/scripts/gpu/run.sh" "$repo/scripts/gpu/runtests.py" "$out/"

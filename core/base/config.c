@@ -63,15 +63,15 @@ static const cfg_row_t rows[] = {
                               "touches them (auto and prefetch), or let them migrate one fault at a time "
                               "(none)."},
                              CFG_CHOICE, "auto|prefetch|none", 0, 0},
-    [ZAP_CFG_ALLREDUCE_ALG] = {{"ZAP_ALLREDUCE_ALG", "auto", "auto|rd|rabenseifner|ring|direct|shm|cma",
+    [ZAP_CFG_ALLREDUCE_ALG] = {{"ZAP_ALLREDUCE_ALG", "auto", "auto|rd|rabenseifner|ring|direct|shm|cma|hier",
                                 "Allreduce algorithm of communicators made from now on "
                                 "(zap_comm_params_t.allreduce_alg overrides); auto chooses by the selection "
                                 "table (zap-info prints it)."},
-                               CFG_CHOICE, "auto|rd|rabenseifner|ring|direct|shm|cma", 0, 0},
-    [ZAP_CFG_BCAST_ALG] = {{"ZAP_BCAST_ALG", "auto", "auto|binomial|scatter_allgather|chain|rd|shm",
+                               CFG_CHOICE, "auto|rd|rabenseifner|ring|direct|shm|cma|hier", 0, 0},
+    [ZAP_CFG_BCAST_ALG] = {{"ZAP_BCAST_ALG", "auto", "auto|binomial|scatter_allgather|chain|rd|shm|hier",
                             "Broadcast algorithm of communicators made from now on "
                             "(zap_comm_params_t.bcast_alg overrides); auto chooses by the selection table."},
-                           CFG_CHOICE, "auto|binomial|scatter_allgather|chain|rd|shm", 0, 0},
+                           CFG_CHOICE, "auto|binomial|scatter_allgather|chain|rd|shm|hier", 0, 0},
     [ZAP_CFG_COLL_PIPELINE_BYTES] = {{"ZAP_COLL_PIPELINE_BYTES", "256K", "bytes, 4K to 64M",
                                       "Segment size of pipelined collectives (ring allreduce, chain "
                                       "broadcast). Unset: chosen per message size, at most 256K "
@@ -95,13 +95,16 @@ static const cfg_row_t rows[] = {
                                CFG_UINT, NULL, 0, UINT64_MAX},
     [ZAP_CFG_COLL_GPU_PATH] = {{"ZAP_COLL_GPU_PATH", "auto", "auto|ipc|off",
                                 "Allreduce and broadcast on managed or device buffers of ranks on one host: "
-                                "move the data GPU to GPU through CUDA IPC staging buffers (auto: from "
-                                "ZAP_COLL_GPU_MIN_BYTES, ipc: at every size) or always through the host "
-                                "transport (off). Where ranks differ, all use the host transport."},
+                                "kernels move the data GPU to GPU through peer-mapped memory (CUDA IPC; auto: "
+                                "from ZAP_COLL_GPU_MIN_BYTES, ipc: at every size), or the host algorithms run "
+                                "on host copies (off). A call whose ranks do not all pass GPU-resident buffers "
+                                "runs on the host; a small one, whose agreement carries its data, is a "
+                                "mismatch."},
                                CFG_CHOICE, "auto|ipc|off", 0, 0},
     [ZAP_CFG_COLL_GPU_MIN_BYTES] = {{"ZAP_COLL_GPU_MIN_BYTES", "64K", "bytes, 0 to 1T",
-                                     "Smallest allreduce or broadcast that takes the GPU path under "
-                                     "ZAP_COLL_GPU_PATH=auto."},
+                                     "Smallest allreduce or broadcast on managed memory that takes the GPU path "
+                                     "under ZAP_COLL_GPU_PATH=auto; smaller ones are moved by the CPU where the "
+                                     "data lies. Device memory takes the path at every size."},
                                     CFG_SIZE, NULL, 0, 1024 * GiB},
     [ZAP_CFG_COLL_SHM] = {{"ZAP_COLL_SHM", "auto", "auto|off",
                            "Communicators whose ranks are processes on one host: allreduces and broadcasts "
@@ -123,6 +126,37 @@ static const cfg_row_t rows[] = {
                            "read the other ranks' buffers directly (process_vm_readv, one copy; auto, where "
                            "the system permits it) or never do (off). Off where any rank says off."},
                           CFG_CHOICE, "auto|off", 0, 0},
+    [ZAP_CFG_REDUCE_ALG] = {{"ZAP_REDUCE_ALG", "auto", "auto|binomial|rabenseifner|shm",
+                             "Reduce (rooted) algorithm of communicators made from now on "
+                             "(zap_comm_params_t.reduce_alg overrides); auto chooses by the selection table."},
+                            CFG_CHOICE, "auto|binomial|rabenseifner|shm", 0, 0},
+    [ZAP_CFG_REDUCE_SCATTER_ALG] = {{"ZAP_REDUCE_SCATTER_ALG", "auto", "auto|rhalving|ring|shm|cma",
+                                     "Reduce_scatter and reduce_scatter_block algorithm of communicators made "
+                                     "from now on (zap_comm_params_t.reduce_scatter_alg overrides)."},
+                                    CFG_CHOICE, "auto|rhalving|ring|shm|cma", 0, 0},
+    [ZAP_CFG_GATHER_ALG] = {{"ZAP_GATHER_ALG", "auto", "auto|linear|binomial|shm",
+                             "Gather and gatherv algorithm of communicators made from now on "
+                             "(zap_comm_params_t.gather_alg overrides; binomial and shm serve gather only)."},
+                            CFG_CHOICE, "auto|linear|binomial|shm", 0, 0},
+    [ZAP_CFG_ALLTOALL_ALG] = {{"ZAP_ALLTOALL_ALG", "auto", "auto|pairwise|bruck|linear|shm|cma",
+                               "Alltoall and alltoallv algorithm of communicators made from now on "
+                               "(zap_comm_params_t.alltoall_alg overrides; bruck and cma serve alltoall only)."},
+                              CFG_CHOICE, "auto|pairwise|bruck|linear|shm|cma", 0, 0},
+    [ZAP_CFG_SCAN_ALG] = {{"ZAP_SCAN_ALG", "auto", "auto|rd|linear|shm",
+                           "Scan (inclusive prefix) algorithm of communicators made from now on "
+                           "(zap_comm_params_t.scan_alg overrides)."},
+                          CFG_CHOICE, "auto|rd|linear|shm", 0, 0},
+    [ZAP_CFG_EXSCAN_ALG] = {{"ZAP_EXSCAN_ALG", "auto", "auto|rd|linear|shm",
+                             "Exscan (exclusive prefix) algorithm of communicators made from now on "
+                             "(zap_comm_params_t.exscan_alg overrides)."},
+                            CFG_CHOICE, "auto|rd|linear|shm", 0, 0},
+    [ZAP_CFG_COLL_HIER] = {{"ZAP_COLL_HIER", "auto", "auto|off",
+                            "Communicators whose ranks are on several hosts with more than one rank on some "
+                            "host: collectives agree and move data through the hosts' hierarchy (a host's ranks "
+                            "among themselves, then one or more ranks per host across hosts; auto), or treat "
+                            "every rank alike (off). Hosts are told apart by host name and boot id. Every rank "
+                            "must say the same."},
+                           CFG_CHOICE, "auto|off", 0, 0},
 };
 
 _Static_assert(sizeof(rows) / sizeof(rows[0]) == ZAP_CFG_COUNT, "one row per zap_cfg_id_t");

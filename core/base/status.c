@@ -25,6 +25,7 @@ static const struct {
     {ZAP_ERR_MISMATCH, "ranks disagree"},
     {ZAP_ERR_CORRUPT, "corrupt data"},
     {ZAP_ERR_CANCELED, "canceled"},
+    {ZAP_ERR_REVOKED, "revoked: another rank failed the operation"},
 };
 
 const char *zap_status_string(zap_status_t status)

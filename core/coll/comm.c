@@ -7,6 +7,8 @@
 #include "coll/engine/op.h"
 #include "coll/engine/select.h"
 #include "coll/engine/step.h"
+#include "coll/gpu/gpu.h"
+#include "coll/hier/hier.h"
 #include "coll/shm/shm.h"
 #include "transport/checksum.h"
 #include "base/log.h"
@@ -21,6 +23,26 @@
  * a rank never share an id (up to wrap-around after ZAP_COLL_ZAP_ID_MAX
  * creations). Process-wide because in-process ranks share a process. */
 static atomic_uint next_comm_id = 1;
+
+/* Each agreed id reserves the two after it for the communicators of its
+ * hierarchy (coll/hier/hier.h: the node's and the leaders'), which are made
+ * later without an exchange of their own. */
+#define IDS_PER_COMM 3
+
+uint32_t zap_coll_id_proposal(void) { return atomic_load(&next_comm_id); }
+
+uint32_t zap_coll_id_wrap(uint64_t v)
+{
+    uint32_t id = (uint32_t)(v % (ZAP_COLL_ZAP_ID_MAX + 1));
+    return id == 0 ? 1 : id; /* 0 is the creation exchange's */
+}
+
+void zap_coll_id_reserve(uint64_t agreed, unsigned n)
+{
+    unsigned cur = atomic_load(&next_comm_id);
+    while (cur <= agreed + n - 1 && !atomic_compare_exchange_weak(&next_comm_id, &cur, (unsigned)(agreed + n)))
+        ;
+}
 
 /* Polls of a waiting collective before it starts yielding the CPU: few when
  * the node runs more ranks than it has cores (a spinning rank would keep the
@@ -42,16 +64,20 @@ static zap_comm_t *comm_alloc(zap_transport_t *t, int rank, int size, int *ranks
     c->ctx = ZAP_COLL_CTX_ZAP; /* zap's creation exchange, until the communicator has its own */
     zap_transport_base_init(&c->req_base, &zap_coll_req_ops, rank, size, NULL, false);
     c->req_base.timeout_s = set->timeout; /* zap_request_wait's default deadline on its requests */
+    c->notices_seen = zap_transport_notice_count(t); /* earlier ones are other communicators' */
     zap_transport_caps_t caps;
     c->sleeping_wait = zap_transport_caps(t, &caps) == ZAP_OK && strcmp(caps.name, "inproc") == 0;
     c->spins_before_yield = zap_coll_local_oversubscribed(set) ? ZAP_COLL_SPINS_OVERSUBSCRIBED
                                                                 : ZAP_COLL_SPINS_DEDICATED;
     c->setup = ZAP_COLL_SETUP_DONE;
+    c->layered = -1;
     return c;
 }
 
 static void comm_free(zap_comm_t *c)
 {
+    zap_coll_gpu_destroy(c);
+    zap_coll_hier_free(c);
     zap_coll_shm_detach(c->shm);
     zap_coll_op_free_list(c);
     free(c->ranks);
@@ -59,22 +85,19 @@ static void comm_free(zap_comm_t *c)
 }
 
 /* Agrees on a fresh id over comm's ranks (the maximum of the proposals), and
- * on whether any of them runs oversubscribed (the maximum of the flags). */
-static zap_status_t agree_id(zap_comm_t *comm, bool over, uint32_t *ctx_p, bool *over_p)
+ * on whether any of them runs oversubscribed (the maximum of the flags); the
+ * two ids after it are the hierarchy's (*child_p: the first). */
+static zap_status_t agree_id(zap_comm_t *comm, bool over, uint32_t *ctx_p, uint32_t *child_p, bool *over_p)
 {
-    uint64_t proposal[2] = {atomic_load(&next_comm_id), over}, agreed[2] = {0, 0};
+    uint64_t proposal[2] = {zap_coll_id_proposal(), over}, agreed[2] = {0, 0};
     zap_status_t st = zap_coll_agree_allreduce(comm, ZAP_COLL_COMM_CREATE, proposal, agreed, 2, ZAP_DT_UINT64,
                                                ZAP_OP_MAX);
     if (st != ZAP_OK)
         return st;
-    uint32_t id = (uint32_t)(agreed[0] % (ZAP_COLL_ZAP_ID_MAX + 1));
-    if (id == 0) /* the creation exchange's */
-        id = 1;
-    /* Raise the process-wide counter past the agreed id. */
-    unsigned cur = atomic_load(&next_comm_id);
-    while (cur <= agreed[0] && !atomic_compare_exchange_weak(&next_comm_id, &cur, (unsigned)agreed[0] + 1))
-        ;
-    *ctx_p = ZAP_COLL_CTX_ZAP | id;
+    /* Raise the process-wide counter past the agreed ids. */
+    zap_coll_id_reserve(agreed[0], IDS_PER_COMM);
+    *ctx_p = ZAP_COLL_CTX_ZAP | zap_coll_id_wrap(agreed[0]);
+    *child_p = zap_coll_id_wrap(agreed[0] + 1);
     *over_p = agreed[1] != 0;
     return ZAP_OK;
 }
@@ -88,7 +111,10 @@ static zap_status_t setup(zap_comm_t *comm, bool now)
         comm->oversubscribed = zap_coll_local_oversubscribed(&comm->set);
         comm->oversubscribed_known = true;
     }
-    if (!zap_coll_setup_segment_possible(comm) && comm->oversubscribed_known)
+    /* A communicator across hosts without ids for its hierarchy (a group
+     * communicator) agrees on them in its setup too. */
+    bool ids = comm->child_ctx == 0 && zap_coll_hier_layered(comm);
+    if (!zap_coll_setup_segment_possible(comm) && comm->oversubscribed_known && !ids)
         return ZAP_OK;
     comm->setup = ZAP_COLL_SETUP_NEEDED;
     if (!now)
@@ -130,7 +156,7 @@ zap_status_t zap_comm_create_ex(zap_transport_t *t, const zap_comm_params_t *par
      * the same messages in the same order, so consecutive creations cannot
      * cross. */
     bool over = false;
-    if ((st = agree_id(c, zap_coll_local_oversubscribed(&set), &c->ctx, &over)) == ZAP_OK) {
+    if ((st = agree_id(c, zap_coll_local_oversubscribed(&set), &c->ctx, &c->child_ctx, &over)) == ZAP_OK) {
         c->seq = 0;
         c->oversubscribed = over;
         c->oversubscribed_known = true;
@@ -183,13 +209,13 @@ zap_status_t zap_comm_split(zap_comm_t *comm, int color, int key, zap_comm_t **n
         return ZAP_ERR_NO_MEMORY;
     }
     int64_t mine[2] = {color, key};
-    uint32_t ctx = 0;
+    uint32_t ctx = 0, child = 0;
     bool over = false;
     /* The parent's agreed flag where it has one: splits inherit it. */
     bool mine_over = comm->oversubscribed_known ? comm->oversubscribed : zap_coll_local_oversubscribed(&comm->set);
     zap_status_t st = zap_allgather(comm, mine, 2, all, ZAP_DT_INT64);
     if (st == ZAP_OK)
-        st = agree_id(comm, mine_over, &ctx, &over);
+        st = agree_id(comm, mine_over, &ctx, &child, &over);
     int newrank = -1, n = 0;
     if (st == ZAP_OK && color != ZAP_COMM_UNDEFINED)
         n = split_members(comm, all, color, members, &newrank);
@@ -206,6 +232,7 @@ zap_status_t zap_comm_split(zap_comm_t *comm, int color, int key, zap_comm_t **n
         return ZAP_ERR_NO_MEMORY;
     }
     c->ctx = ctx;
+    c->child_ctx = child;
     c->unwrapped = comm->unwrapped; /* the wrapper, if any, stays the parent's */
     c->oversubscribed = over;
     c->oversubscribed_known = true;
@@ -287,6 +314,17 @@ static zap_status_t create_group(zap_transport_t *t, const zap_comm_t *parent, c
     return ZAP_OK;
 }
 
+zap_status_t zap_coll_comm_child(zap_comm_t *parent, const int *ranks, int n, uint32_t ctx, zap_comm_t **comm_p)
+{
+    zap_coll_settings_t set = parent->set;
+    set.hier = false; /* one host, or one rank per host: nothing below it */
+    zap_transport_t *base = parent->unwrapped != NULL ? parent->unwrapped : parent->t;
+    zap_status_t st = create_group(base, parent, ranks, n, 0, &set, comm_p);
+    if (st == ZAP_OK)
+        (*comm_p)->ctx = ctx;
+    return st;
+}
+
 zap_status_t zap_comm_create_group(zap_transport_t *t, const int *ranks, int nranks, uint32_t context_id,
                                    const zap_comm_params_t *params, zap_comm_t **comm_p)
 {
@@ -335,8 +373,8 @@ zap_transport_t *zap_comm_transport(const zap_comm_t *comm) { return comm ? comm
 static const char *first_algorithm(const zap_comm_t *comm, const zap_coll_desc_t *desc, size_t bytes)
 {
     uint8_t cand[ZAP_COLL_MAX_CANDS];
-    zap_coll_form_t form = desc->form != NULL ? desc->form(comm) : ZAP_COLL_FORM_RD;
-    int n = zap_coll_candidates(desc, comm, bytes, form, comm->set.alg[desc->kind], cand);
+    zap_coll_form_t form = zap_coll_form_of(desc, (zap_comm_t *)comm);
+    int n = zap_coll_candidates(desc, comm, bytes, ZAP_MEM_HOST, form, comm->set.alg[desc->kind], cand);
     for (int i = 0; i < n; i++)
         if (!desc->algs[cand[i]].local)
             return desc->algs[cand[i]].name;
@@ -370,6 +408,10 @@ zap_status_t zap_comm_query(const zap_comm_t *comm, zap_comm_attr_t *attr)
         attr->oversubscribed = comm->oversubscribed;
     if (m & ZAP_COMM_ATTR_TIMEOUT)
         attr->timeout_s = isinf(comm->set.timeout) ? ZAP_COMM_TIMEOUT_NONE : comm->set.timeout;
+    if (m & ZAP_COMM_ATTR_HOSTS) {
+        attr->hierarchy = zap_coll_hier_layered((zap_comm_t *)comm);
+        attr->hosts = attr->hierarchy ? comm->hier->topo->nhosts : zap_coll_hier_count_hosts(comm);
+    }
     if (m & ZAP_COMM_ATTR_ALGORITHMS) {
         attr->allreduce_algorithm = first_algorithm(comm, &zap_allreduce_desc, attr->bytes);
         attr->bcast_algorithm = first_algorithm(comm, &zap_bcast_desc, attr->bytes);

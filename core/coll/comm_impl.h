@@ -14,6 +14,7 @@
 
 typedef struct zap_coll_op zap_coll_op_t;
 struct zap_coll_shm;
+struct zap_coll_gpu;
 
 /* Settings captured once, when the communicator is made: explicit params,
  * else the environment then, else the table default (comm_params.c). Nothing
@@ -29,6 +30,7 @@ typedef struct zap_coll_settings {
     uint64_t gpu_min_bytes;        /* ZAP_COLL_GPU_MIN_BYTES */
     uint64_t shm_large_bytes;      /* ZAP_COLL_SHM_LARGE_BYTES */
     size_t pipeline_bytes;         /* ZAP_COLL_PIPELINE_BYTES; 0: unset (chosen per message size) */
+    bool hier;                     /* ZAP_COLL_HIER: the hosts' hierarchy where ranks span several hosts */
 } zap_coll_settings_t;
 
 /* ZAP_COLL_GPU_PATH's choices, in its order. */
@@ -51,6 +53,8 @@ typedef struct zap_coll_cands_memo {
     size_t bytes;
     uint8_t n;     /* 0: nothing remembered */
     uint8_t votes; /* some candidate votes */
+    uint8_t gpu;   /* this rank's buffers were GPU-resident (the GPU path's local predicate) */
+    uint8_t call_flags; /* the call's zap_coll_args_t.call_flags: part of the key, like bytes */
     uint8_t cand[8];
 } zap_coll_cands_memo_t;
 
@@ -76,6 +80,28 @@ struct zap_comm {
     zap_status_t setup_status;   /* ZAP_COLL_SETUP_FAILED: why */
     zap_coll_settings_t set;
     zap_coll_cands_memo_t memo[ZAP_COLL_KIND_MAX];
+    /* Revocation (engine/op.c): operations from sequence revoked_from on
+     * fail on every rank (0: none), because revoke_by (a transport rank,
+     * this one for its own failure) failed one with revoke_status, blaming
+     * revoke_culprit (-1: none). notices_seen: the transport's notices read
+     * so far (those that came before the communicator are not its); told:
+     * this rank has sent its own. */
+    uint64_t revoked_from;
+    zap_status_t revoke_status;
+    int revoke_culprit, revoke_by;
+    bool revoke_told;
+    bool revoke_logged; /* an operation failed for it has said why */
+    unsigned notices_seen;
+    uint64_t shm_revoke_seen; /* the segment's revocation word as last read */
+    unsigned background;      /* zero-count calls whose agreement runs after they returned (op.c) */
+    struct zap_coll_gpu *gpu;    /* the GPU path's channel and launch order (coll/gpu), NULL until it is voted for */
+    bool gpu_off;                /* agreed: the GPU path cannot run on this communicator (its channel failed) */
+    /* The hosts' hierarchy (coll/hier/hier.h), found at the first call that
+     * asks: layered -1 until then, 1 when the ranks span several hosts with
+     * more than one rank on some host (and the setting allows it). */
+    int8_t layered;
+    struct zap_coll_hier *hier;
+    uint32_t child_ctx; /* zap's ids for the hierarchy's communicators (this and the next), 0: none agreed yet */
 };
 
 /* The context's top bit is set for ids zap assigns itself (zap_comm_create,
@@ -100,6 +126,16 @@ zap_status_t zap_coll_settings_resolve(const zap_comm_params_t *params, const za
  * oversubscribed under set (the setting, else the node). */
 bool zap_coll_node_oversubscribed(void);
 bool zap_coll_local_oversubscribed(const zap_coll_settings_t *set);
+
+/* --- comm.c: zap's own ids --------------------------------------------------- */
+/* This process's proposal for the next id (the communicators agree on the
+ * maximum of their ranks' proposals). */
+uint32_t zap_coll_id_proposal(void);
+/* An agreed value as an id (1 .. ZAP_COLL_ZAP_ID_MAX). */
+uint32_t zap_coll_id_wrap(uint64_t v);
+/* Raises this process's next proposal past agreed + n - 1: those n ids are
+ * taken. */
+void zap_coll_id_reserve(uint64_t agreed, unsigned n);
 
 /* --- comm_setup.c ---------------------------------------------------------- */
 /* Whether comm's ranks can have a shared segment: processes (the UCX

@@ -19,7 +19,7 @@
 static zap_status_t from_env(zap_coll_settings_t *s)
 {
     zap_status_t st = ZAP_OK;
-    int shm = 0, cma = 0, path = 0;
+    int shm = 0, cma = 0, path = 0, hier = 0;
     uint64_t checksum = 0, pipeline = 0;
     for (int k = 0; k < ZAP_COLL_KIND_MAX; k++)
         s->alg[k] = -1;
@@ -42,6 +42,8 @@ static zap_status_t from_env(zap_coll_settings_t *s)
     if (st == ZAP_OK)
         st = zap_cfg_get_choice(ZAP_CFG_COLL_GPU_PATH, &path);
     if (st == ZAP_OK)
+        st = zap_cfg_get_choice(ZAP_CFG_COLL_HIER, &hier);
+    if (st == ZAP_OK)
         st = zap_cfg_get_u64(ZAP_CFG_COLL_GPU_MIN_BYTES, &s->gpu_min_bytes);
     /* Unset, the pipelined algorithms choose their segment per message size;
      * set, it is the segment (and the large forms' chunk). */
@@ -50,6 +52,7 @@ static zap_status_t from_env(zap_coll_settings_t *s)
     s->shm = shm == 0;
     s->cma = cma == 0;
     s->checksum = checksum != 0;
+    s->hier = hier == 0;
     s->gpu_path = path;
     s->pipeline_bytes = (size_t)pipeline;
     s->oversubscribed = -1;
@@ -114,6 +117,17 @@ static zap_status_t apply(const zap_comm_params_t *p, zap_coll_settings_t *s)
     zap_status_t st = apply_alg(&zap_allreduce_desc, p->allreduce_alg, "allreduce_alg", &s->alg[ZAP_COLL_ALLREDUCE]);
     if (st == ZAP_OK)
         st = apply_alg(&zap_bcast_desc, p->bcast_alg, "bcast_alg", &s->alg[ZAP_COLL_BCAST]);
+    const struct {
+        const zap_coll_desc_t *desc;
+        const char *name, *field;
+    } more[] = {{&zap_reduce_desc, p->reduce_alg, "reduce_alg"},
+                {&zap_reduce_scatter_desc, p->reduce_scatter_alg, "reduce_scatter_alg"},
+                {&zap_gather_desc, p->gather_alg, "gather_alg"},
+                {&zap_alltoall_desc, p->alltoall_alg, "alltoall_alg"},
+                {&zap_scan_desc, p->scan_alg, "scan_alg"},
+                {&zap_exscan_desc, p->exscan_alg, "exscan_alg"}};
+    for (size_t i = 0; st == ZAP_OK && i < sizeof(more) / sizeof(more[0]); i++)
+        st = apply_alg(more[i].desc, more[i].name, more[i].field, &s->alg[more[i].desc->kind]);
     if (st == ZAP_OK && p->timeout_s != 0) {
         if (p->timeout_s == ZAP_COMM_TIMEOUT_NONE)
             s->timeout = INFINITY;
@@ -128,6 +142,8 @@ static zap_status_t apply(const zap_comm_params_t *p, zap_coll_settings_t *s)
         st = apply_switch(p->cma, "cma", &s->cma);
     if (st == ZAP_OK)
         st = apply_switch(p->checksum, "checksum", &s->checksum);
+    if (st == ZAP_OK)
+        st = apply_switch(p->hier, "hier", &s->hier);
     if (st == ZAP_OK)
         st = apply_bytes(p->shm_large_bytes, ZAP_CFG_COLL_SHM_LARGE_BYTES, "shm_large_bytes", &s->shm_large_bytes);
     if (st == ZAP_OK)

@@ -12,7 +12,9 @@
  *   2. MIN over "mapped it": rank 0 then unlinks the name, so nothing is left
  *      in /dev/shm by a job that dies later;
  *   3. MIN over (sees every rank's process, may read every rank's memory,
- *      not oversubscribed).
+ *      not oversubscribed, minus this rank's proposal for zap's next id):
+ *      a group communicator takes the largest proposal and the one after
+ *      it as the ids of its hierarchy's communicators (coll/hier/hier.h).
  * The segment is kept only where every rank mapped it and sees every other
  * rank's process. Every rank of a communicator over the UCX transport runs
  * exchanges 1 and 2 whatever it wishes (a rank that does not want the
@@ -31,7 +33,7 @@
 #define PHASE_FLAGS 3
 
 enum { SETUP_REF, SETUP_MAPPED, SETUP_FLAGS };
-enum { FLAG_ALIVE, FLAG_CMA, FLAG_NOT_OVER, NFLAGS };
+enum { FLAG_ALIVE, FLAG_CMA, FLAG_NOT_OVER, FLAG_IDS, NFLAGS };
 
 typedef struct setup {
     int step;
@@ -69,6 +71,7 @@ static zap_status_t flags_exchange(zap_coll_op_t *op, setup_t *s, int32_t mapped
     s->flags[FLAG_ALIVE] = ok[0];
     s->flags[FLAG_CMA] = ok[1];
     s->flags[FLAG_NOT_OVER] = !zap_coll_local_oversubscribed(&c->set);
+    s->flags[FLAG_IDS] = -(int32_t)zap_coll_id_proposal(); /* MIN of the negated: the largest proposal */
     s->step = SETUP_FLAGS;
     return zap_coll_agree_init(op, ZAP_COLL_FORM_RD, PHASE_FLAGS, s->flags, NFLAGS, ZAP_DT_INT32, ZAP_OP_MIN);
 }
@@ -81,6 +84,11 @@ static zap_status_t finish(zap_coll_op_t *op, setup_t *s)
     if (!c->oversubscribed_known) {
         c->oversubscribed = all[FLAG_NOT_OVER] == 0;
         c->oversubscribed_known = true;
+    }
+    if (c->child_ctx == 0) { /* a group communicator: ids for its hierarchy (coll/hier/hier.h) */
+        uint64_t agreed = (uint64_t)-(int64_t)all[FLAG_IDS];
+        zap_coll_id_reserve(agreed, 2);
+        c->child_ctx = zap_coll_id_wrap(agreed);
     }
     zap_status_t st = ZAP_OK;
     if (s->map.base != NULL && all[FLAG_ALIVE]) {

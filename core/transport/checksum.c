@@ -270,8 +270,30 @@ static void cks_close(zap_transport_t *t)
         cks_free_all(c);
 }
 
+/* Notices travel on the inner transport, which also receives them (the
+ * wrapper's notice_home). */
+static zap_status_t cks_notify(zap_transport_t *t, const int *peers, int npeers, const zap_notice_t *n)
+{
+    return zap_transport_notify(cks_of(t)->inner, peers, npeers, n);
+}
+
+/* The inner transport knows the hosts and counts what it sends: payloads
+ * and their 4-byte checksums alike. */
+static uint64_t cks_host(const zap_transport_t *t, int rank)
+{
+    uint64_t h = 0;
+    (void)zap_transport_host(((const cks_transport_t *)t)->inner, rank, &h);
+    return h;
+}
+
+static void cks_traffic(zap_transport_t *t, zap_transport_traffic_t *traffic_p)
+{
+    (void)zap_transport_traffic(cks_of(t)->inner, traffic_p);
+}
+
 static const zap_transport_ops_t cks_ops = {
     .name = "checksum", /* replaced by the inner transport's name */
+    .notify = cks_notify,
     .isend = cks_isend,
     .irecv = cks_irecv,
     .probe = cks_probe,
@@ -280,6 +302,8 @@ static const zap_transport_ops_t cks_ops = {
     .wait = cks_wait,
     .request_free = cks_request_free,
     .close = cks_close,
+    .host = cks_host,
+    .traffic = cks_traffic,
 };
 
 int zap_transport_is_checksum(const zap_transport_t *t) { return t != NULL && t->ops->isend == cks_isend; }
@@ -314,6 +338,7 @@ zap_status_t zap_transport_checksum_wrap(zap_transport_t *inner, zap_transport_t
     c->ops.min_latency_us = inner->ops->min_latency_us;
     zap_transport_base_init(&c->base, &c->ops, inner->rank, inner->size, inner->pool, false);
     c->base.timeout_s = inner->timeout_s;
+    c->base.notice_home = inner->notice_home != NULL ? inner->notice_home : inner;
     c->inner = inner;
     c->corrupt_rank = corrupt;
     pthread_mutex_init(&c->lock, NULL);

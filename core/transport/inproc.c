@@ -16,6 +16,7 @@
  * from a world-wide free list, so steady-state traffic does not call malloc. */
 #include "zap/inproc.h"
 #include "transport/transport_impl.h"
+#include "transport/peer_class.h"
 #include "base/config_table.h"
 #include "base/log.h"
 #include <errno.h>
@@ -84,6 +85,8 @@ typedef struct inproc_rank {
     zap_transport_t base;
     struct zap_inproc_world *world;
     int created;
+    zap_transport_traffic_t sent; /* per peer class, under sent_lock */
+    pthread_mutex_t sent_lock;
 } inproc_rank_t;
 
 struct zap_inproc_world {
@@ -93,6 +96,7 @@ struct zap_inproc_world {
     uint64_t eager_limit;
     mailbox_t *mbox;
     inproc_rank_t *ranks;
+    uint64_t *hosts; /* per rank (zap_inproc_world_set_hosts); NULL: all on this host */
     pthread_mutex_t alloc_lock;
     inproc_req_t *free_reqs;
     msg_t *free_msgs;
@@ -218,9 +222,37 @@ static void consume_msg(zap_inproc_world_t *w, mailbox_t *mb, msg_t *m, zap_stat
 
 /* ---- ops ---------------------------------------------------------------- */
 
+/* Ranks are threads of one process: on one host, unless the test that made
+ * the world placed them (zap_inproc_world_set_hosts). */
+static uint64_t inproc_host(const zap_transport_t *t, int rank)
+{
+    const zap_inproc_world_t *w = ((const inproc_rank_t *)t)->world;
+    return w->hosts != NULL ? w->hosts[rank] : zap_host_id();
+}
+
+static void inproc_traffic(zap_transport_t *t, zap_transport_traffic_t *traffic_p)
+{
+    inproc_rank_t *me = rank_of(t);
+    pthread_mutex_lock(&me->sent_lock);
+    *traffic_p = me->sent;
+    pthread_mutex_unlock(&me->sent_lock);
+}
+
+static void count_send(inproc_rank_t *me, int peer, size_t len)
+{
+    const zap_inproc_world_t *w = me->world;
+    uint8_t cls = peer == me->base.rank ? ZAP_PEER_SELF
+                  : w->hosts == NULL || w->hosts[peer] == w->hosts[me->base.rank] ? ZAP_PEER_SAME_HOST
+                                                                                   : ZAP_PEER_OTHER_HOST;
+    pthread_mutex_lock(&me->sent_lock);
+    zap_peer_count(&me->sent, cls, len);
+    pthread_mutex_unlock(&me->sent_lock);
+}
+
 static zap_status_t inproc_isend(zap_transport_t *t, int peer, uint64_t tag, const void *buf, size_t len,
                                  zap_request_t **req_p)
 {
+    count_send(rank_of(t), peer, len);
     zap_inproc_world_t *w = rank_of(t)->world;
     mailbox_t *mb = &w->mbox[peer];
     inproc_req_t *s = req_get(w);
@@ -450,7 +482,28 @@ static void inproc_close(zap_transport_t *t)
     }
 }
 
+/* A notice is delivered straight into each peer's log; a peer asleep in a
+ * wait is woken (its waits look at notices when they wake). A closed peer
+ * gets none. */
+static zap_status_t inproc_notify(zap_transport_t *t, const int *peers, int npeers, const zap_notice_t *n)
+{
+    zap_inproc_world_t *w = rank_of(t)->world;
+    zap_notice_t copy = *n;
+    copy.from = t->rank;
+    for (int i = 0; i < npeers; i++) {
+        int p = peers[i];
+        if (p < 0 || p >= w->nranks || p == t->rank || atomic_load(&w->ranks[p].base.closed))
+            continue;
+        zap_transport_notice_arrived(&w->ranks[p].base, &copy);
+        pthread_mutex_lock(&w->mbox[p].lock);
+        pthread_cond_broadcast(&w->mbox[p].cond);
+        pthread_mutex_unlock(&w->mbox[p].lock);
+    }
+    return ZAP_OK;
+}
+
 static const zap_transport_ops_t inproc_ops = {
+    .notify = inproc_notify,
     .name = "inproc",
     .cap_flags = ZAP_CAP_ZERO_COPY,
     .min_latency_us = 1.0,
@@ -462,6 +515,8 @@ static const zap_transport_ops_t inproc_ops = {
     .wait = inproc_wait,
     .request_free = inproc_request_free,
     .close = inproc_close,
+    .host = inproc_host,
+    .traffic = inproc_traffic,
 };
 
 /* ---- world -------------------------------------------------------------- */
@@ -512,6 +567,7 @@ zap_status_t zap_inproc_world_create_ex(int nranks, zap_pool_t *pool, const zap_
         list_init(&w->mbox[r].posted);
         list_init(&w->mbox[r].unexpected);
         w->ranks[r].world = w;
+        pthread_mutex_init(&w->ranks[r].sent_lock, NULL);
         zap_transport_base_init(&w->ranks[r].base, &inproc_ops, r, nranks, pool, false);
         w->ranks[r].base.timeout_s = timeout;
     }
@@ -523,6 +579,22 @@ err_free:
     free(w->ranks);
     free(w);
     return st;
+}
+
+zap_status_t zap_inproc_world_set_hosts(zap_inproc_world_t *world, const uint64_t *hosts)
+{
+    if (world == NULL)
+        return ZAP_ERR_INVALID_PARAM;
+    uint64_t *copy = NULL;
+    if (hosts != NULL) {
+        copy = malloc((size_t)world->nranks * sizeof(uint64_t));
+        if (copy == NULL)
+            return ZAP_ERR_NO_MEMORY;
+        memcpy(copy, hosts, (size_t)world->nranks * sizeof(uint64_t));
+    }
+    free(world->hosts);
+    world->hosts = copy;
+    return ZAP_OK;
 }
 
 zap_status_t zap_inproc_transport(zap_inproc_world_t *world, int rank, zap_transport_t **t_p)
@@ -544,7 +616,10 @@ void zap_inproc_world_destroy(zap_inproc_world_t *world)
     for (int r = 0; r < world->nranks; r++) {
         pthread_mutex_destroy(&world->mbox[r].lock);
         pthread_cond_destroy(&world->mbox[r].cond);
+        zap_transport_base_cleanup(&world->ranks[r].base);
+        pthread_mutex_destroy(&world->ranks[r].sent_lock);
     }
+    free(world->hosts);
     for (size_t i = 0; i < world->nblocks; i++)
         free(world->blocks[i]);
     free(world->blocks);

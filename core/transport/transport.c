@@ -6,7 +6,16 @@
 #include "transport/transport_impl.h"
 #include "base/log.h"
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
+
+static void notice_lock(zap_transport_t *t)
+{
+    while (atomic_flag_test_and_set_explicit(&t->notice_lock, memory_order_acquire))
+        ;
+}
+
+static void notice_unlock(zap_transport_t *t) { atomic_flag_clear_explicit(&t->notice_lock, memory_order_release); }
 
 void zap_transport_base_init(zap_transport_t *t, const zap_transport_ops_t *ops, int rank, int size,
                              zap_pool_t *pool, bool owns_pool)
@@ -18,6 +27,66 @@ void zap_transport_base_init(zap_transport_t *t, const zap_transport_ops_t *ops,
     t->owns_pool = owns_pool;
     atomic_init(&t->closed, false);
     t->timeout_s = INFINITY;
+    t->notice_home = NULL;
+    atomic_init(&t->nnotices, 0);
+    atomic_flag_clear(&t->notice_lock);
+    t->notices = NULL;
+    t->notice_cap = 0;
+}
+
+void zap_transport_base_cleanup(zap_transport_t *t)
+{
+    notice_lock(t);
+    atomic_store(&t->nnotices, 0);
+    free(t->notices);
+    t->notices = NULL;
+    t->notice_cap = 0;
+    notice_unlock(t);
+}
+
+/* --- notices ---------------------------------------------------------------- */
+
+void zap_transport_notice_arrived(zap_transport_t *t, const zap_notice_t *n)
+{
+    notice_lock(t);
+    unsigned len = atomic_load_explicit(&t->nnotices, memory_order_relaxed);
+    if (len == t->notice_cap) {
+        unsigned cap = t->notice_cap ? 2 * t->notice_cap : 8;
+        zap_notice_t *grown = realloc(t->notices, cap * sizeof(*grown));
+        if (grown == NULL) {
+            notice_unlock(t);
+            zap_error("transport %s: rank %d: no memory to keep a notice from rank %d; it is lost", t->ops->name,
+                      t->rank, n->from);
+            return;
+        }
+        t->notices = grown;
+        t->notice_cap = cap;
+    }
+    t->notices[len] = *n;
+    atomic_store_explicit(&t->nnotices, len + 1, memory_order_release);
+    notice_unlock(t);
+}
+
+bool zap_transport_notice_get(const zap_transport_t *t, unsigned i, zap_notice_t *n)
+{
+    zap_transport_t *home = (zap_transport_t *)(t->notice_home != NULL ? t->notice_home : t);
+    notice_lock(home);
+    bool ok = i < atomic_load_explicit(&home->nnotices, memory_order_relaxed);
+    if (ok)
+        *n = home->notices[i];
+    notice_unlock(home);
+    return ok;
+}
+
+zap_status_t zap_transport_notify(zap_transport_t *t, const int *peers, int npeers, const zap_notice_t *n)
+{
+    if (t == NULL || (peers == NULL && npeers > 0) || n == NULL)
+        return ZAP_ERR_INVALID_PARAM;
+    if (t->ops->notify == NULL)
+        return ZAP_ERR_UNSUPPORTED;
+    if (atomic_load(&t->closed))
+        return ZAP_ERR_CLOSED;
+    return t->ops->notify(t, peers, npeers, n);
 }
 
 zap_status_t zap_transport_params_timeout(const zap_transport_params_t *params, double *timeout_p)

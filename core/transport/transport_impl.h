@@ -9,6 +9,20 @@
 #include <stdbool.h>
 #include "zap/transport.h"
 
+/* A revocation notice (zap_transport_notify): rank from failed the
+ * operations of a channel (the collectives use their communicator's
+ * context) from sequence seq on, with status, blaming transport rank culprit
+ * (-1: none in particular). The transport carries these few bytes
+ * best-effort to a list of ranks and logs the ones it receives; it neither
+ * knows nor interprets channels (coll/engine/op.c does). */
+typedef struct zap_notice {
+    uint64_t seq;
+    uint32_t channel;
+    int32_t status;
+    int32_t culprit;
+    int32_t from;
+} zap_notice_t;
+
 typedef struct zap_transport_ops {
     const char *name;
     uint32_t cap_flags;
@@ -40,6 +54,17 @@ typedef struct zap_transport_ops {
      * would. transport.c has checked the arguments. */
     zap_status_t (*send)(zap_transport_t *t, int peer, uint64_t tag, const void *buf, size_t len);
     zap_status_t (*recv)(zap_transport_t *t, int peer, uint64_t tag, void *buf, size_t cap, size_t *len_p);
+    /* Optional: sends n to each of peers[0..npeers) (self and ranks known
+     * dead are skipped), then waits a short bounded time for the notices to
+     * leave (the caller may be about to return an error and exit). A peer
+     * hands what it receives to zap_transport_notice_arrived. NULL: the
+     * transport carries no notices. */
+    zap_status_t (*notify)(zap_transport_t *t, const int *peers, int npeers, const zap_notice_t *n);
+    /* Optional (peer_class.c): rank's host identity (rank already checked)
+     * and this rank's send counters. NULL: every rank on this process's
+     * host, nothing counted. */
+    uint64_t (*host)(const zap_transport_t *t, int rank);
+    void (*traffic)(zap_transport_t *t, zap_transport_traffic_t *traffic_p);
 } zap_transport_ops_t;
 
 struct zap_transport {
@@ -53,6 +78,15 @@ struct zap_transport {
      * create: base_init sets none, a backend its own
      * (zap_transport_params_timeout), a wrapper its inner transport's. */
     double timeout_s;
+    /* The revocation notices received, in arrival order (transport.c): a
+     * list that only grows (notices are rare: one per failed communicator
+     * and member), its length readable without the lock. A wrapper points
+     * notice_home at the transport that receives for it. */
+    struct zap_transport *notice_home; /* NULL: this one */
+    atomic_uint nnotices;
+    atomic_flag notice_lock;
+    zap_notice_t *notices;
+    unsigned notice_cap;
 };
 
 typedef enum zap_request_kind { ZAP_REQ_SEND = 1, ZAP_REQ_RECV = 2 } zap_request_kind_t;
@@ -77,6 +111,21 @@ void zap_transport_base_init(zap_transport_t *t, const zap_transport_ops_t *ops,
                              zap_pool_t *pool, bool owns_pool);
 void zap_request_base_init(zap_request_t *req, zap_transport_t *t, zap_request_kind_t kind, int peer,
                            uint64_t tag);
+/* Notices: a backend's receiving side logs each one here; readers take the
+ * count (cheap: one load, for a hot path to compare with what it has seen)
+ * and entries by index (0 .. count-1; false when i is past the end).
+ * zap_transport_notify sends, where the backend carries notices
+ * (ZAP_ERR_UNSUPPORTED otherwise). base_cleanup frees the log (backends call
+ * it when they tear down). Thread-safe. */
+void zap_transport_notice_arrived(zap_transport_t *t, const zap_notice_t *n);
+static inline unsigned zap_transport_notice_count(const zap_transport_t *t)
+{
+    const zap_transport_t *home = t->notice_home != NULL ? t->notice_home : t;
+    return atomic_load_explicit(&((zap_transport_t *)home)->nnotices, memory_order_acquire);
+}
+bool zap_transport_notice_get(const zap_transport_t *t, unsigned i, zap_notice_t *n);
+zap_status_t zap_transport_notify(zap_transport_t *t, const int *peers, int npeers, const zap_notice_t *n);
+void zap_transport_base_cleanup(zap_transport_t *t);
 /* The log line of a blocking wait that gave up, for every path to it. */
 void zap_transport_log_timeout(const zap_transport_t *t, zap_request_kind_t kind, int peer, uint64_t tag);
 static inline void zap_request_complete(zap_request_t *req, zap_status_t status)

@@ -31,6 +31,7 @@
 #include "transport/ucp_notice.h"
 #include "transport/ucp_worker.h"
 #include "transport/ucp_oob.h"
+#include "transport/peer_class.h"
 #include "pool/backing.h"
 #include "base/config_table.h"
 #include "base/log.h"
@@ -117,6 +118,7 @@ typedef struct ucp_peer {
     int failure_handled; /* endpoint closed, its receives failed */
     ucs_status_t fail_status; /* UCX's reason, logged by handle_failures */
     int reported_by;     /* failed only by a notice from this rank; else -1 */
+    uint8_t cls;         /* zap_peer_class_t, fixed at create: the counter its sends add to */
 } ucp_peer_t;
 
 typedef struct ucp_req {
@@ -150,6 +152,7 @@ struct ucp_transport {
     int closing;      /* close has begun: peers closing too look like failures */
     int torn_down;    /* UCX resources released by close */
     struct ucp_transport *next_closed;
+    zap_transport_traffic_t sent; /* per peer class (peer_class.h); under the lock */
 };
 
 static const zap_transport_ops_t ucp_ops;
@@ -324,8 +327,13 @@ static void peer_error_cb(void *arg, ucp_ep_h ep, ucs_status_t s)
  * ranks they name are failed here too. */
 static void take_notices(ucp_transport_t *u)
 {
-    int failed, from;
-    while (zap_ucp_notice_take(u->w.worker, &u->notice, u->base.size, &failed, &from)) {
+    int failed, from, kind;
+    zap_notice_t rv;
+    while ((kind = zap_ucp_notice_take(u->w.worker, &u->notice, u->base.size, &failed, &from, &rv)) != 0) {
+        if (kind == 2) { /* a revocation: for whoever reads the log */
+            zap_transport_notice_arrived(&u->base, &rv);
+            continue;
+        }
         if (failed == u->base.rank)
             continue; /* a rank that found this one slow; this one knows better */
         if (u->first_failed < 0)
@@ -437,19 +445,24 @@ static void handle_failures(ucp_transport_t *u)
         send_notices(u);
 }
 
-/* Now and then (every 4096 progress calls, at most every 50 ms) look for
- * failure notices: a rank waiting on a peer whose death UCX has not reported
- * (a connection still being retried) learns it from the rank that noticed.
- * The probe walks UCX's whole unexpected queue (its source bits are masked),
- * long with thousands of messages in flight: hence the time limit too. n
- * progress calls were just made. */
+/* Now and then (the clock read every 256 progress calls, a look at most
+ * every NOTICE_PERIOD_S) look for notices: a rank waiting on a peer whose
+ * death UCX has not reported (a connection still being retried) learns it
+ * from the rank that noticed, and a rank whose collective another rank
+ * failed learns of the revocation. The probe walks UCX's whole unexpected
+ * queue (its source bits are masked), long with thousands of messages in
+ * flight: hence the time limit. A waiting rank polls far more often than
+ * every 256 calls a period; one that yields the CPU each poll (an
+ * oversubscribed node) still reads the clock often enough. n progress calls
+ * were just made. */
+#define NOTICE_PERIOD_S 0.02
 static inline void count_polls(ucp_transport_t *u, unsigned n)
 {
     unsigned before = u->polls;
     u->polls = before + n;
-    if (((before ^ u->polls) & ~4095u) != 0 && !u->closing) {
+    if (((before ^ u->polls) & ~255u) != 0 && !u->closing) {
         double now = zap_clock_now();
-        if (now - u->notice_probed > 0.05) {
+        if (now - u->notice_probed > NOTICE_PERIOD_S) {
             u->notice_probed = now;
             if (zap_ucp_notice_waiting(u->w.worker))
                 u->failures_pending = 1;
@@ -555,6 +568,7 @@ static zap_status_t ucp_isend(zap_transport_t *t, int peer, uint64_t tag, const 
     zap_request_base_init(&r->base, t, ZAP_REQ_SEND, peer, tag);
     p.user_data = r;
     ucs_status_ptr_t sp = ucp_tag_send_nbx(ep, buf, len, zap_ucp_tag(t->rank, tag), &p);
+    zap_peer_count(&u->sent, u->peers[peer].cls, len);
     if (UCS_PTR_IS_PTR(sp)) {
         if (zap_request_status(&r->base) == ZAP_INPROGRESS) {
             r->ucx = sp;
@@ -782,6 +796,7 @@ static zap_status_t ucp_send_blocking(zap_transport_t *t, int peer, uint64_t tag
     if (st != ZAP_OK)
         return st;
     ucs_status_ptr_t sp = ucp_tag_send_nbx(ep, buf, len, zap_ucp_tag(t->rank, tag), &p);
+    zap_peer_count(&u->sent, u->peers[peer].cls, len);
     if (sp == NULL) { /* sent (copied out) at once: the usual small message */
         spin_unlock(&u->lock);
         return ZAP_OK;
@@ -862,6 +877,33 @@ static zap_status_t ucp_probe(zap_transport_t *t, int peer, uint64_t tag, double
     }
     spin_unlock(&u->lock);
     return st;
+}
+
+/* Revocation notices go like failure notices (ucp_notice.h), to every
+ * listed peer not known dead, flushed for at most 0.2 s. */
+static zap_status_t ucp_notify(zap_transport_t *t, const int *peers, int npeers, const zap_notice_t *n)
+{
+    ucp_transport_t *u = ucp_of(t);
+    ucp_ep_h *eps = calloc((size_t)(npeers > 0 ? npeers : 1), sizeof(*eps));
+    if (eps == NULL)
+        return ZAP_ERR_NO_MEMORY;
+    spin_lock(&u->lock);
+    if (u->torn_down) {
+        spin_unlock(&u->lock);
+        free(eps);
+        return ZAP_ERR_CLOSED;
+    }
+    for (int i = 0; i < npeers; i++) {
+        int p = peers[i];
+        if (p >= 0 && p < t->size && p != t->rank && !u->peers[p].failed && peer_ep(u, p, &eps[i]) != ZAP_OK)
+            eps[i] = NULL;
+    }
+    double wait = u->base.timeout_s < 0.2 ? u->base.timeout_s : 0.2;
+    zap_ucp_notice_send_revoke(u->w.worker, &u->notice, t->rank, n, eps, npeers, zap_clock_now() + wait);
+    handle_failures(u); /* a peer found dead on the way */
+    spin_unlock(&u->lock);
+    free(eps);
+    return ZAP_OK;
 }
 
 static zap_status_t ucp_progress(zap_transport_t *t)
@@ -1169,8 +1211,21 @@ static void ucp_close(zap_transport_t *t)
     /* Requests still out keep their blocks; the rest can go. */
     free(u->peers);
     u->peers = NULL;
+    zap_transport_base_cleanup(t);
     spin_unlock(&u->lock);
     keep_closed(u);
+}
+
+/* Host identities come from the address exchange (ucp_worker.c), which
+ * stays until close; zap_transport_host refuses a closed transport. */
+static uint64_t ucp_host(const zap_transport_t *t, int rank) { return ucp_of((zap_transport_t *)t)->w.host[rank]; }
+
+static void ucp_traffic(zap_transport_t *t, zap_transport_traffic_t *traffic_p)
+{
+    ucp_transport_t *u = ucp_of(t);
+    spin_lock(&u->lock);
+    *traffic_p = u->sent;
+    spin_unlock(&u->lock);
 }
 
 static const zap_transport_ops_t ucp_ops = {
@@ -1187,6 +1242,9 @@ static const zap_transport_ops_t ucp_ops = {
     .close = ucp_close,
     .send = ucp_send_blocking,
     .recv = ucp_recv_blocking,
+    .notify = ucp_notify,
+    .host = ucp_host,
+    .traffic = ucp_traffic,
 };
 
 /* ---- create ------------------------------------------------------------- */
@@ -1274,6 +1332,7 @@ static zap_status_t create(MPI_Comm comm, const zap_ucp_oob_t *oob, zap_pool_t *
     for (int i = 0; i < u->w.size; i++) {
         u->peers[i].t = u;
         u->peers[i].rank = i;
+        u->peers[i].cls = zap_peer_class_of(u->w.host, u->w.rank, i);
     }
     u->pool_kind = zap_pool_kind(pool);
     zap_transport_base_init(&u->base, &ucp_ops, u->w.rank, u->w.size, pool, owns_pool);

@@ -5,6 +5,7 @@
  * rank while the allgather moves a fixed size, so the lengths go first and the
  * addresses follow padded to the longest. */
 #include "transport/ucp_oob.h"
+#include "transport/peer_class.h"
 #include "transport/ucp_worker.h"
 #include "base/log.h"
 #include <stdlib.h>
@@ -87,14 +88,9 @@ zap_status_t zap_ucp_oob_exchange(zap_ucp_worker_t *w, const void *addr, size_t 
     free(padded);
     if (st != ZAP_OK)
         goto free_lens;
-    /* Which ranks share a host (FNV-1a of the host name, as the MPI
-     * bootstrap hashes MPI_Get_processor_name, which is the host name in
-     * Open MPI). */
-    char name[256] = {0};
-    (void)gethostname(name, sizeof(name) - 1);
-    uint64_t h = UINT64_C(14695981039346656037);
-    for (size_t i = 0; name[i] != '\0'; i++)
-        h = (h ^ (uint8_t)name[i]) * UINT64_C(1099511628211);
+    /* Which ranks share a host: host name and boot id, as the MPI
+     * bootstrap has it (peer_class.c). */
+    uint64_t h = zap_host_id();
     w->host = calloc((size_t)w->size, sizeof(uint64_t));
     st = zap_ucp_oob_agree(oob, w->host == NULL ? ZAP_ERR_NO_MEMORY : ZAP_OK);
     if (st == ZAP_OK)

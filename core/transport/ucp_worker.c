@@ -5,6 +5,7 @@
  * MPI_Allreduce of the statuses, and only when all ranks succeeded do they go
  * on to the next collective. */
 #include "transport/ucp_worker.h"
+#include "transport/peer_class.h"
 #include "zap/transport.h"
 #include "base/log.h"
 #include <stdio.h>
@@ -212,13 +213,8 @@ static zap_status_t exchange_addresses(zap_ucp_worker_t *w)
         st = ZAP_ERR_TRANSPORT;
         goto out;
     }
-    /* Which ranks share a host (FNV-1a of the processor name). */
-    char name[MPI_MAX_PROCESSOR_NAME];
-    int nlen = 0;
-    PMPI_Get_processor_name(name, &nlen);
-    uint64_t h = UINT64_C(14695981039346656037);
-    for (int i = 0; i < nlen; i++)
-        h = (h ^ (uint8_t)name[i]) * UINT64_C(1099511628211);
+    /* Which ranks share a host: host name and boot id (peer_class.c). */
+    uint64_t h = zap_host_id();
     w->host = calloc((size_t)w->size, sizeof(uint64_t));
     st = agree(w, w->host == NULL ? ZAP_ERR_NO_MEMORY : ZAP_OK);
     if (st == ZAP_OK && PMPI_Allgather(&h, 1, MPI_UINT64_T, w->host, 1, MPI_UINT64_T, w->comm) != MPI_SUCCESS)

@@ -55,6 +55,8 @@ static zap_status_t job_init(zap_verify_job_state_t *j, zap_comm_t *comm, const 
     j->root = j->prm.root;
     j->prep_dev = -1;
     j->partner = -1;
+    zap_comm_attr_t attr = {.field_mask = ZAP_COMM_ATTR_HOSTS};
+    j->across_hosts = zap_comm_query(comm, &attr) == ZAP_OK && attr.hierarchy;
     if (j->root < 0 || j->root >= j->nranks || j->prm.mode > ZAP_VERIFY_BCAST ||
         j->prm.combine > ZAP_COMBINE_ALLGATHERV) {
         zap_error("verify: job: bad parameters (root %d of %d ranks, mode %d, combine %d)", j->root, j->nranks,

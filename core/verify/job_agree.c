@@ -47,7 +47,7 @@ static zap_status_t gather_rows(zap_verify_job_state_t *j)
     memcpy(me.digest, j->res.digest, 32);
     for (int r = 0; r < j->nranks; r++) {
         j->counts[r] = sizeof(zap_verify_row_t);
-        j->displs[r] = (size_t)r * sizeof(zap_verify_row_t);
+        j->displs[r] = (ptrdiff_t)((size_t)r * sizeof(zap_verify_row_t));
     }
     return zap_allgatherv(j->comm, &me, sizeof(me), j->rows, j->counts, j->displs, ZAP_DT_UINT8);
 }

@@ -23,7 +23,7 @@ static zap_status_t combine_bitmaps(zap_verify_job_state_t *j)
     memcpy(j->mine, res->bitmap + j->vfirst / 32, my_words * sizeof(uint32_t));
     for (int r = 0; r < j->nranks; r++) {
         j->counts[r] = (size_t)((j->ranges[3 * r + 2] + 31) / 32);
-        j->displs[r] = (size_t)(j->ranges[3 * r + 1] / 32);
+        j->displs[r] = (ptrdiff_t)(j->ranges[3 * r + 1] / 32);
     }
     return zap_allgatherv(j->comm, j->mine, my_words, res->bitmap, j->counts, j->displs, ZAP_DT_UINT32);
 }

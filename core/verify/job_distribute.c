@@ -230,6 +230,8 @@ zap_status_t zap_verify_job_distribute(zap_verify_job_state_t *j)
     zap_status_t s;
     if (j->plan.mode == ZAP_VERIFY_BCAST)
         s = distribute_bcast(j);
+    else if (j->across_hosts)
+        s = zap_verify_job_distribute_hier(j);
     else if (j->rank == j->root)
         s = distribute_scatter_root(j);
     else

@@ -105,7 +105,7 @@ static zap_status_t plan_alloc(zap_verify_job_state_t *j)
     res->bitmap = calloc(res->bitmap_words ? res->bitmap_words : 1, sizeof(uint32_t));
     res->ranks = calloc(R, sizeof(*res->ranks));
     j->counts = calloc(R, sizeof(size_t));
-    j->displs = calloc(R, sizeof(size_t));
+    j->displs = calloc(R, sizeof(ptrdiff_t));
     j->rows = calloc(R, sizeof(*j->rows));
     j->slices = calloc(2 * R, sizeof(uint64_t));
     /* allgatherv send copy: a balanced rank may end with more than its shard */

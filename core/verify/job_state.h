@@ -52,6 +52,7 @@ typedef struct zap_verify_job_state {
     zap_verify_params_t prm;
     zap_verify_hooks_t hooks;
     int rank, nranks, root;
+    int across_hosts;                /* the communicator's collectives go through the hosts' hierarchy */
 
     /* 1. plan */
     zap_verify_plan_t plan;
@@ -61,7 +62,8 @@ typedef struct zap_verify_job_state {
     uint64_t first, count;           /* this rank's shard */
     zap_batch_view_t shard;          /* the view of a received shard, records and blob unset */
     uint64_t *slices;                /* 2 * nranks: blob [lo, hi) per rank, variable scatter only */
-    size_t *counts, *displs;         /* nranks each: the allgathervs' arguments */
+    size_t *counts;                  /* nranks each: the allgathervs' arguments */
+    ptrdiff_t *displs;
     uint32_t *mine;                  /* this rank's bitmap words (allgatherv combine) */
     zap_verify_row_t *rows;          /* nranks */
     uint64_t *ranges;                /* 3 * nranks: status, first, count of what each verified */
@@ -104,6 +106,8 @@ void zap_verify_job_prepare(zap_verify_job_state_t *j);
  * ZAP_ERR_MISMATCH. */
 zap_status_t zap_verify_job_plan(zap_verify_job_state_t *j);
 zap_status_t zap_verify_job_distribute(zap_verify_job_state_t *j);
+/* Scatter mode across hosts (job_distribute_hier.c). */
+zap_status_t zap_verify_job_distribute_hier(zap_verify_job_state_t *j);
 zap_status_t zap_verify_job_verified(zap_verify_job_state_t *j);
 zap_status_t zap_verify_job_combine(zap_verify_job_state_t *j);
 zap_status_t zap_verify_job_agree(zap_verify_job_state_t *j, zap_verify_result_t *result_p);

@@ -165,7 +165,7 @@ zap_status_t zap_verify_job_verified(zap_verify_job_state_t *j)
     uint64_t row3[3] = {(uint64_t)(int64_t)j->local, j->vfirst, j->vcount};
     for (int r = 0; r < j->nranks; r++) {
         j->counts[r] = 3;
-        j->displs[r] = 3 * (size_t)r;
+        j->displs[r] = 3 * (ptrdiff_t)r;
     }
     zap_status_t s = zap_allgatherv(j->comm, row3, 3, j->ranges, j->counts, j->displs, ZAP_DT_UINT64);
     if (s != ZAP_OK)

@@ -6,60 +6,28 @@
  * blocks; one element per thread per iteration. zap_cuda_reduce runs them on
  * the legacy default stream and waits (the host algorithms' steps are
  * synchronous with respect to their data); zap_cuda_reduce_async queues them
- * on the staged path's stream. Semantics match the CPU loops in
- * core/coll/reduce/reduce_cpu.c bit for bit: integer sum and product wrap
- * (computed unsigned), float min/max return a unless b is strictly
- * smaller/larger, float16/bfloat16 combine in float and round to nearest
- * even once. Every CUDA call is checked. */
+ * on a given stream. Semantics (combine.cuh) match the CPU loops in
+ * core/coll/reduce/reduce_cpu.c bit for bit. Every CUDA call is checked. */
+#include <atomic>
 #include <cuda_runtime.h>
-#include <cuda_fp16.h>
-#include <cuda_bf16.h>
 #include <stdint.h>
+#include "combine.cuh"
 extern "C" {
 #include "cuda_coll.h"
+#include "reduce_cuda_mpi.h"
 #include "base/log.h"
-}
-
-template <typename T> struct wrap { typedef T type; };
-template <> struct wrap<int8_t> { typedef uint8_t type; };
-template <> struct wrap<int16_t> { typedef uint16_t type; };
-template <> struct wrap<int32_t> { typedef uint32_t type; };
-template <> struct wrap<int64_t> { typedef uint64_t type; };
-
-template <typename T> __device__ __forceinline__ T combine_int(zap_op_t op, T a, T b)
-{
-    typedef typename wrap<T>::type U;
-    switch (op) {
-    case ZAP_OP_SUM: return (T)(U)((U)a + (U)b);
-    case ZAP_OP_PROD: return (T)(U)((U)a * (U)b);
-    case ZAP_OP_MIN: return a < b ? a : b;
-    case ZAP_OP_MAX: return a > b ? a : b;
-    case ZAP_OP_BAND: return (T)(a & b);
-    case ZAP_OP_BOR: return (T)(a | b);
-    default: return (T)(a ^ b);
-    }
-}
-
-template <typename T> __device__ __forceinline__ T combine_float(zap_op_t op, T a, T b)
-{
-    switch (op) {
-    case ZAP_OP_SUM: return a + b;
-    case ZAP_OP_PROD: return a * b;
-    case ZAP_OP_MIN: return b < a ? b : a;
-    default: return b > a ? b : a;
-    }
 }
 
 template <typename T> __global__ void reduce_int_kernel(zap_op_t op, T *d, const T *a, const T *b, size_t n)
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-        d[i] = combine_int<T>(op, a[i], b[i]);
+        d[i] = zap_combine_int<T>(op, a[i], b[i]);
 }
 
 template <typename T> __global__ void reduce_float_kernel(zap_op_t op, T *d, const T *a, const T *b, size_t n)
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-        d[i] = combine_float<T>(op, a[i], b[i]);
+        d[i] = zap_combine_float<T>(op, a[i], b[i]);
 }
 
 /* float16 / bfloat16 through float; __float2half_rn / __float2bfloat16_rn
@@ -67,14 +35,14 @@ template <typename T> __global__ void reduce_float_kernel(zap_op_t op, T *d, con
 __global__ void reduce_half_kernel(zap_op_t op, __half *d, const __half *a, const __half *b, size_t n)
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-        d[i] = __float2half_rn(combine_float<float>(op, __half2float(a[i]), __half2float(b[i])));
+        d[i] = __float2half_rn(zap_combine_float<float>(op, __half2float(a[i]), __half2float(b[i])));
 }
 
 __global__ void reduce_bf16_kernel(zap_op_t op, __nv_bfloat16 *d, const __nv_bfloat16 *a, const __nv_bfloat16 *b,
                                    size_t n)
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-        d[i] = __float2bfloat16_rn(combine_float<float>(op, __bfloat162float(a[i]), __bfloat162float(b[i])));
+        d[i] = __float2bfloat16_rn(zap_combine_float<float>(op, __bfloat162float(a[i]), __bfloat162float(b[i])));
 }
 
 static zap_status_t check(cudaError_t err, const char *what)
@@ -87,7 +55,7 @@ static zap_status_t check(cudaError_t err, const char *what)
 
 extern "C" zap_mem_kind_t zap_cuda_ptr_kind(const void *ptr)
 {
-    if (!zap_stage_device_present()) /* asked once: no device, every pointer is host memory */
+    if (!zap_gpu_device_present()) /* asked once: no device, every pointer is host memory */
         return ZAP_MEM_HOST;
     cudaPointerAttributes attr;
     cudaError_t err = cudaPointerGetAttributes(&attr, ptr);
@@ -103,8 +71,13 @@ extern "C" zap_mem_kind_t zap_cuda_ptr_kind(const void *ptr)
     }
 }
 
+static std::atomic<uint64_t> sync_calls;
+
+extern "C" uint64_t zap_cuda_coll_sync_calls(void) { return sync_calls.load(std::memory_order_relaxed); }
+
 extern "C" zap_status_t zap_cuda_copy(void *dst, const void *src, size_t bytes)
 {
+    sync_calls.fetch_add(1, std::memory_order_relaxed);
     return check(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault), "cudaMemcpy (collective copy)");
 }
 
@@ -117,6 +90,10 @@ static zap_status_t launch(cudaStream_t stream, zap_dtype_t dt, zap_op_t op, voi
     unsigned threads = 256;
     size_t want = (n + threads - 1) / threads;
     unsigned blocks = want > 4096 ? 4096u : (unsigned)want;
+    if (op >= ZAP_OP_LAND || dt > ZAP_DT_FLOAT64) { /* MPI's further ops and types: reduce_cuda_mpi.cu */
+        zap_status_t st = zap_cuda_launch_mpi(stream, dt, op, dst, a, b, n, blocks, threads);
+        return st != ZAP_OK ? st : check(cudaGetLastError(), "reduction kernel launch");
+    }
     switch (dt) {
     case ZAP_DT_INT8: reduce_int_kernel<int8_t><<<blocks, threads, 0, stream>>>(op, (int8_t *)dst, (const int8_t *)a, (const int8_t *)b, n); break;
     case ZAP_DT_INT16: reduce_int_kernel<int16_t><<<blocks, threads, 0, stream>>>(op, (int16_t *)dst, (const int16_t *)a, (const int16_t *)b, n); break;
@@ -140,14 +117,14 @@ extern "C" zap_status_t zap_cuda_reduce(zap_dtype_t dt, zap_op_t op, void *dst, 
 {
     if (n == 0)
         return ZAP_OK;
+    sync_calls.fetch_add(1, std::memory_order_relaxed);
     zap_status_t st = launch(0, dt, op, dst, a, b, n);
     if (st != ZAP_OK)
         return st;
     return check(cudaDeviceSynchronize(), "reduction kernel");
 }
 
-/* The GPU-resident collective path (core/coll/gpu) queues reductions behind its
- * copies on its own stream and waits on an event instead. */
+/* Queued on a caller's stream (zap-gpu-bounds times the kernel this way). */
 extern "C" zap_status_t zap_cuda_reduce_async(void *stream, zap_dtype_t dt, zap_op_t op, void *dst, const void *a,
                                               const void *b, size_t n)
 {

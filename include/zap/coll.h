@@ -1,6 +1,7 @@
 /* MPI-style collectives over the transport contract (zap/transport.h): a
  * communicator is an ordered set of ranks of one transport; allreduce,
- * broadcast, scatter(v), allgather(v) and barrier run on it, blocking or
+ * broadcast, reduce, reduce_scatter(_block), scatter(v), gather(v),
+ * allgather(v), alltoall(v), scan, exscan and barrier run on it, blocking or
  * non-blocking.
  *
  * Semantics shared by every collective here:
@@ -67,18 +68,54 @@
 
 typedef struct zap_comm zap_comm_t;
 
+/* Element types. The pair types are the C structs of MPI's MPI_FLOAT_INT,
+ * MPI_DOUBLE_INT, MPI_LONG_INT, MPI_2INT, MPI_SHORT_INT and
+ * MPI_LONG_DOUBLE_INT (zap_float_int_t ... below, padding included), so an
+ * MPI layer passes MPI's buffers through unchanged; an element is the whole
+ * struct (zap_dtype_size: its sizeof). The complex types are C's
+ * float _Complex and double _Complex (real part first). */
 typedef enum zap_dtype {
     ZAP_DT_INT8, ZAP_DT_INT16, ZAP_DT_INT32, ZAP_DT_INT64,
     ZAP_DT_UINT8, ZAP_DT_UINT16, ZAP_DT_UINT32, ZAP_DT_UINT64,
     ZAP_DT_FLOAT16, ZAP_DT_BFLOAT16, ZAP_DT_FLOAT32, ZAP_DT_FLOAT64,
+    ZAP_DT_COMPLEX64, ZAP_DT_COMPLEX128,
+    ZAP_DT_FLOAT_INT, ZAP_DT_DOUBLE_INT, ZAP_DT_LONG_INT, ZAP_DT_2INT, ZAP_DT_SHORT_INT, ZAP_DT_LONG_DOUBLE_INT,
     ZAP_DT_COUNT
 } zap_dtype_t;
 
+/* The pair types' layouts (MPI's, value first, then the index). */
+typedef struct zap_float_int { float v; int k; } zap_float_int_t;
+typedef struct zap_double_int { double v; int k; } zap_double_int_t;
+typedef struct zap_long_int { long v; int k; } zap_long_int_t;
+typedef struct zap_2int { int v; int k; } zap_2int_t;
+typedef struct zap_short_int { short v; int k; } zap_short_int_t;
+typedef struct zap_long_double_int { long double v; int k; } zap_long_double_int_t;
+
+/* Reduction ops. Predefined ones (zap_op_supported says on which types):
+ *   sum, prod          integer, float and complex types (integers wrap)
+ *   min, max           integer and float types
+ *   band, bor, bxor    integer types
+ *   land, lor, lxor    integer types: nonzero is true, the result is 0 or 1
+ *   minloc, maxloc     pair types: the smaller (larger) value with its index;
+ *                      on equal values the lower index (MPI's rule)
+ * and user ops (zap_op_create), whose values start at ZAP_OP_USER_FIRST. All
+ * predefined ops are commutative. */
 typedef enum zap_op {
     ZAP_OP_SUM, ZAP_OP_PROD, ZAP_OP_MIN, ZAP_OP_MAX,
-    ZAP_OP_BAND, ZAP_OP_BOR, ZAP_OP_BXOR, /* integer types only */
-    ZAP_OP_COUNT
+    ZAP_OP_BAND, ZAP_OP_BOR, ZAP_OP_BXOR,
+    ZAP_OP_LAND, ZAP_OP_LOR, ZAP_OP_LXOR,
+    ZAP_OP_MINLOC, ZAP_OP_MAXLOC,
+    ZAP_OP_COUNT,
+    ZAP_OP_USER_FIRST = 0x100000, /* user ops: ZAP_OP_USER_FIRST .. ZAP_OP_USER_LAST */
+    ZAP_OP_USER_LAST = 0x10ffff
 } zap_op_t;
+
+/* A user op: inout[i] = in[i] op inout[i] for i < count elements of the
+ * collective's datatype (MPI's convention for user functions: in is the
+ * operand of the lower ranks). Called on this rank's thread from inside
+ * collective calls and request tests; it must not call zap. ctx is the
+ * pointer given to zap_op_create. */
+typedef void (*zap_op_fn)(const void *in, void *inout, size_t count, void *ctx);
 
 /* Pass as sendbuf for an in-place allreduce (recvbuf holds the input) or an
  * in-place allgather(v) (this rank's block already sits at its place in
@@ -127,6 +164,13 @@ typedef struct zap_comm_params {
     zap_comm_switch_t checksum;        /* ZAP_CHECKSUM: every message of the communicator carries a CRC32C */
     zap_comm_switch_t oversubscribed;  /* default: from the launcher (OMPI_COMM_WORLD_LOCAL_SIZE, ...) and the
                                           core count; agreed over the ranks (any rank oversubscribed: all) */
+    const char *reduce_alg;            /* ZAP_REDUCE_ALG: a reduce algorithm name or "auto" */
+    const char *reduce_scatter_alg;    /* ZAP_REDUCE_SCATTER_ALG (reduce_scatter and reduce_scatter_block) */
+    const char *gather_alg;            /* ZAP_GATHER_ALG (gather and gatherv) */
+    const char *alltoall_alg;          /* ZAP_ALLTOALL_ALG (alltoall and alltoallv) */
+    const char *scan_alg;              /* ZAP_SCAN_ALG */
+    const char *exscan_alg;            /* ZAP_EXSCAN_ALG */
+    zap_comm_switch_t hier;            /* ZAP_COLL_HIER: the hosts' hierarchy where ranks span several hosts */
 } zap_comm_params_t;
 
 /* The largest context id zap_comm_create_group takes. */
@@ -143,7 +187,8 @@ enum {
     ZAP_COMM_ATTR_SINGLE_COPY = 1u << 6,    /* single_copy */
     ZAP_COMM_ATTR_OVERSUBSCRIBED = 1u << 7, /* oversubscribed */
     ZAP_COMM_ATTR_TIMEOUT = 1u << 8,        /* timeout_s */
-    ZAP_COMM_ATTR_ALGORITHMS = 1u << 9      /* allreduce_algorithm, bcast_algorithm (input: bytes) */
+    ZAP_COMM_ATTR_ALGORITHMS = 1u << 9,     /* allreduce_algorithm, bcast_algorithm (input: bytes) */
+    ZAP_COMM_ATTR_HOSTS = 1u << 10          /* hosts, hierarchy */
 };
 
 typedef struct zap_comm_attr {
@@ -162,6 +207,9 @@ typedef struct zap_comm_attr {
     double timeout_s;     /* ZAP_COMM_TIMEOUT_NONE: no deadline */
     const char *allreduce_algorithm; /* what an allreduce (bcast: broadcast) of bytes on host memory */
     const char *bcast_algorithm;     /* runs first on this communicator under its settings (static strings) */
+    int hosts;            /* the hosts its ranks are on (zap_transport_host tells them apart) */
+    int hierarchy;        /* 1: its collectives go through the hosts' hierarchy (several hosts, one with several
+                             ranks, ZAP_COLL_HIER allowing it: docs/collectives.md, "Across hosts") */
 } zap_comm_attr_t;
 
 /* Predicates of the selection table's rows (ZAP_COLL_PRED_*): what the
@@ -176,7 +224,11 @@ enum {
     ZAP_COLL_PRED_GPU_PATH = 1u << 5,       /* this rank wants the GPU path for the size (ZAP_COLL_GPU_PATH),
                                                a device is present */
     ZAP_COLL_PRED_HOST_MEMORY = 1u << 6,    /* every rank's buffers are host memory (voted in the agreement) */
-    ZAP_COLL_PRED_GPU_MEMORY = 1u << 7      /* every rank's buffers are managed or device memory (voted) */
+    ZAP_COLL_PRED_GPU_MEMORY = 1u << 7,     /* every rank's buffers are managed or device memory (voted) */
+    ZAP_COLL_PRED_COMMUTATIVE = 1u << 8,    /* the call's op combines operands in any order (every predefined op,
+                                               a user op made commutative; calls without an op too) */
+    ZAP_COLL_PRED_HOSTS = 1u << 9           /* the ranks span several hosts, some with several ranks, and the
+                                               call agrees through the hosts' hierarchy (ZAP_COLL_HIER) */
 };
 
 /* One row of the selection table (zap_coll_selection_table): the automatic
@@ -184,7 +236,8 @@ enum {
  * max_ranks ranks with min_bytes <= bytes < max_bytes (max_bytes SIZE_MAX:
  * no limit) where every require predicate holds and no forbid one does. */
 typedef struct zap_coll_selection_row {
-    const char *collective; /* "allreduce", "bcast", "scatterv", "allgatherv", "barrier" */
+    const char *collective; /* "allreduce", "bcast", "scatterv", "allgatherv", "barrier", "reduce",
+                               "reduce_scatter", "gather", "alltoall", "scan", "exscan" */
     const char *algorithm;  /* its name (ZAP_<COLL>_ALG accepts those that may be forced) */
     int min_ranks, max_ranks;
     size_t min_bytes, max_bytes;
@@ -198,8 +251,25 @@ ZAP_BEGIN_DECLS
 ZAP_API size_t zap_dtype_size(zap_dtype_t dt);
 ZAP_API const char *zap_dtype_name(zap_dtype_t dt);
 ZAP_API const char *zap_op_name(zap_op_t op);
-/* 1 when op is defined on dt (bitwise ops need an integer type), else 0. */
+/* 1 when op is defined on dt (the table above; a user op on every type),
+ * else 0. */
 ZAP_API int zap_op_supported(zap_dtype_t dt, zap_op_t op);
+
+/* Makes a user op calling fn with ctx (fn and ctx borrowed until
+ * zap_op_destroy). commutative 0 promises only associativity: collectives
+ * then combine operands in rank order, ((x0 op x1) op x2) ... op x(p-1),
+ * with any parenthesisation (docs/collectives.md, "Reduction order"). Ranks
+ * must pass ops alike: every rank a predefined op, the same one, or every
+ * rank a user op with the same commutative flag (the pointers may differ,
+ * which is what lets ranks in different processes take part). User ops work
+ * on host and managed memory; a collective on device memory with one returns
+ * ZAP_ERR_UNSUPPORTED. Thread-safe; never blocks. Returns ZAP_OK and *op_p;
+ * ZAP_ERR_INVALID_PARAM for a NULL fn or op_p; ZAP_ERR_NO_RESOURCE when
+ * 65536 user ops exist in the process. */
+ZAP_API zap_status_t zap_op_create(zap_op_fn fn, int commutative, void *ctx, zap_op_t *op_p);
+/* Ends a user op (after every collective using it completed); a predefined
+ * op or a value that is not a live user op is ignored. Thread-safe. */
+ZAP_API void zap_op_destroy(zap_op_t op);
 
 /* --- communicators -------------------------------------------------------- */
 
@@ -321,17 +391,18 @@ ZAP_API zap_status_t zap_ibcast(zap_comm_t *comm, void *buf, size_t count, zap_d
                                 zap_request_t **req_p);
 
 /* Rank r receives counts[r] elements from root's sendbuf + displs[r]
- * (elements) into recvbuf; sendbuf, counts and displs are read on the root
- * only (NULL elsewhere is fine); recvcount is the receiver's capacity in
+ * (elements, signed: a block may lie before sendbuf) into recvbuf; sendbuf,
+ * counts and displs are read on the root only (NULL elsewhere is fine);
+ * recvcount is the receiver's capacity in
  * elements. counts[r] > recvcount on any rank r is reported on every rank
  * (ZAP_ERR_INVALID_PARAM on r, ZAP_ERR_MISMATCH elsewhere); the receiver then
  * holds unspecified bytes. The number of elements rank r received is
  * counts[r]; there is no other way to learn it here. */
 ZAP_API zap_status_t zap_scatterv(zap_comm_t *comm, const void *sendbuf, const size_t *counts,
-                                  const size_t *displs, void *recvbuf, size_t recvcount, zap_dtype_t dt,
+                                  const ptrdiff_t *displs, void *recvbuf, size_t recvcount, zap_dtype_t dt,
                                   int root);
 ZAP_API zap_status_t zap_iscatterv(zap_comm_t *comm, const void *sendbuf, const size_t *counts,
-                                   const size_t *displs, void *recvbuf, size_t recvcount, zap_dtype_t dt,
+                                   const ptrdiff_t *displs, void *recvbuf, size_t recvcount, zap_dtype_t dt,
                                    int root, zap_request_t **req_p);
 /* Fixed-count form: rank r receives count elements from root's
  * sendbuf + r * count. */
@@ -340,19 +411,98 @@ ZAP_API zap_status_t zap_scatter(zap_comm_t *comm, const void *sendbuf, void *re
 ZAP_API zap_status_t zap_iscatter(zap_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
                                   zap_dtype_t dt, int root, zap_request_t **req_p);
 
-/* Every rank's sendcount elements land at recvbuf + displs[r] (elements) on
- * every rank; counts[r] must equal rank r's sendcount and counts must be the
- * same on every rank (displs may differ). sendbuf may be ZAP_IN_PLACE. */
+/* Every rank's sendcount elements land at recvbuf + displs[r] (elements,
+ * signed) on every rank; counts[r] must equal rank r's sendcount and counts
+ * must be the same on every rank (displs may differ). sendbuf may be
+ * ZAP_IN_PLACE. */
 ZAP_API zap_status_t zap_allgatherv(zap_comm_t *comm, const void *sendbuf, size_t sendcount, void *recvbuf,
-                                    const size_t *counts, const size_t *displs, zap_dtype_t dt);
+                                    const size_t *counts, const ptrdiff_t *displs, zap_dtype_t dt);
 ZAP_API zap_status_t zap_iallgatherv(zap_comm_t *comm, const void *sendbuf, size_t sendcount, void *recvbuf,
-                                     const size_t *counts, const size_t *displs, zap_dtype_t dt,
+                                     const size_t *counts, const ptrdiff_t *displs, zap_dtype_t dt,
                                      zap_request_t **req_p);
 /* Fixed-count form: rank r's count elements land at recvbuf + r * count. */
 ZAP_API zap_status_t zap_allgather(zap_comm_t *comm, const void *sendbuf, size_t count, void *recvbuf,
                                    zap_dtype_t dt);
 ZAP_API zap_status_t zap_iallgather(zap_comm_t *comm, const void *sendbuf, size_t count, void *recvbuf,
                                     zap_dtype_t dt, zap_request_t **req_p);
+
+/* recvbuf[i] on root = op over ranks of sendbuf[i], i < count, combined in
+ * the algorithm's fixed order (docs/collectives.md): in rank order for a
+ * non-commutative op. recvbuf is read on
+ * the root only (NULL elsewhere is fine); the root may pass ZAP_IN_PLACE as
+ * sendbuf (recvbuf then holds its input). ZAP_IN_PLACE elsewhere is
+ * ZAP_ERR_INVALID_PARAM. */
+ZAP_API zap_status_t zap_reduce(zap_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count, zap_dtype_t dt,
+                                zap_op_t op, int root);
+ZAP_API zap_status_t zap_ireduce(zap_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count, zap_dtype_t dt,
+                                 zap_op_t op, int root, zap_request_t **req_p);
+
+/* The reduction of the ranks' sendbuf vectors (sum of counts elements each),
+ * scattered: rank r receives counts[r] elements, those from
+ * counts[0] + ... + counts[r-1] on, into recvbuf. counts must be the same on
+ * every rank. sendbuf may be ZAP_IN_PLACE: recvbuf then holds the whole
+ * input and receives this rank's part at its start. */
+ZAP_API zap_status_t zap_reduce_scatter(zap_comm_t *comm, const void *sendbuf, void *recvbuf, const size_t *counts,
+                                        zap_dtype_t dt, zap_op_t op);
+ZAP_API zap_status_t zap_ireduce_scatter(zap_comm_t *comm, const void *sendbuf, void *recvbuf, const size_t *counts,
+                                         zap_dtype_t dt, zap_op_t op, zap_request_t **req_p);
+/* Equal parts: rank r receives elements r * count .. (r + 1) * count - 1 of
+ * the reduction of size * count elements. */
+ZAP_API zap_status_t zap_reduce_scatter_block(zap_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
+                                              zap_dtype_t dt, zap_op_t op);
+ZAP_API zap_status_t zap_ireduce_scatter_block(zap_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
+                                               zap_dtype_t dt, zap_op_t op, zap_request_t **req_p);
+
+/* Every rank's count elements land in root's recvbuf + r * count (recvbuf
+ * read on the root only). The root may pass ZAP_IN_PLACE as sendbuf (its
+ * block already in place). */
+ZAP_API zap_status_t zap_gather(zap_comm_t *comm, const void *sendbuf, size_t count, void *recvbuf, zap_dtype_t dt,
+                                int root);
+ZAP_API zap_status_t zap_igather(zap_comm_t *comm, const void *sendbuf, size_t count, void *recvbuf, zap_dtype_t dt,
+                                 int root, zap_request_t **req_p);
+/* Rank r's sendcount elements land in root's recvbuf + displs[r] (elements,
+ * signed); counts and displs are read on the root only. counts[r] must equal
+ * rank r's sendcount: a difference is reported on every rank after the data
+ * moved (ZAP_ERR_INVALID_PARAM on the root, ZAP_ERR_MISMATCH elsewhere; the
+ * root's recvbuf then holds unspecified bytes in that block). */
+ZAP_API zap_status_t zap_gatherv(zap_comm_t *comm, const void *sendbuf, size_t sendcount, void *recvbuf,
+                                 const size_t *counts, const ptrdiff_t *displs, zap_dtype_t dt, int root);
+ZAP_API zap_status_t zap_igatherv(zap_comm_t *comm, const void *sendbuf, size_t sendcount, void *recvbuf,
+                                  const size_t *counts, const ptrdiff_t *displs, zap_dtype_t dt, int root,
+                                  zap_request_t **req_p);
+
+/* Block j (count elements at sendbuf + j * count) of rank r lands in rank
+ * j's recvbuf + r * count. sendbuf may be ZAP_IN_PLACE: recvbuf holds the
+ * blocks to send and receives in their place. */
+ZAP_API zap_status_t zap_alltoall(zap_comm_t *comm, const void *sendbuf, size_t count, void *recvbuf, zap_dtype_t dt);
+ZAP_API zap_status_t zap_ialltoall(zap_comm_t *comm, const void *sendbuf, size_t count, void *recvbuf,
+                                   zap_dtype_t dt, zap_request_t **req_p);
+/* Rank r sends sendcounts[j] elements from sendbuf + sdispls[j] to rank j,
+ * which receives them (recvcounts[r] of them: the two must be equal) at
+ * recvbuf + rdispls[r]; displacements in elements, signed. A pair of counts
+ * that differ is reported on every rank after the data moved
+ * (ZAP_ERR_INVALID_PARAM on the receiver, ZAP_ERR_MISMATCH elsewhere). In
+ * place (sendbuf ZAP_IN_PLACE), sendcounts and sdispls are ignored: recvbuf
+ * holds what goes out, laid out as recvcounts and rdispls say. */
+ZAP_API zap_status_t zap_alltoallv(zap_comm_t *comm, const void *sendbuf, const size_t *sendcounts,
+                                   const ptrdiff_t *sdispls, void *recvbuf, const size_t *recvcounts,
+                                   const ptrdiff_t *rdispls, zap_dtype_t dt);
+ZAP_API zap_status_t zap_ialltoallv(zap_comm_t *comm, const void *sendbuf, const size_t *sendcounts,
+                                    const ptrdiff_t *sdispls, void *recvbuf, const size_t *recvcounts,
+                                    const ptrdiff_t *rdispls, zap_dtype_t dt, zap_request_t **req_p);
+
+/* Inclusive prefix: rank r's recvbuf[i] = ((x0 op x1) op ...) op xr of the
+ * ranks' sendbuf[i], in rank order. sendbuf may be ZAP_IN_PLACE. */
+ZAP_API zap_status_t zap_scan(zap_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count, zap_dtype_t dt,
+                              zap_op_t op);
+ZAP_API zap_status_t zap_iscan(zap_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count, zap_dtype_t dt,
+                               zap_op_t op, zap_request_t **req_p);
+/* Exclusive prefix: rank r > 0 gets x0 op ... op x(r-1); rank 0's recvbuf is
+ * left as it was (MPI leaves it undefined). sendbuf may be ZAP_IN_PLACE. */
+ZAP_API zap_status_t zap_exscan(zap_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count, zap_dtype_t dt,
+                                zap_op_t op);
+ZAP_API zap_status_t zap_iexscan(zap_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
+                                 zap_dtype_t dt, zap_op_t op, zap_request_t **req_p);
 
 /* Returns once every rank has entered the barrier. */
 ZAP_API zap_status_t zap_barrier(zap_comm_t *comm);

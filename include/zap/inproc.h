@@ -27,6 +27,16 @@ ZAP_API zap_status_t zap_inproc_world_create_ex(int nranks, zap_pool_t *pool, co
  * rank. Thread-safe. */
 ZAP_API zap_status_t zap_inproc_transport(zap_inproc_world_t *world, int rank, zap_transport_t **t_p);
 
+/* Places the world's ranks on emulated hosts: hosts[r] (nranks values,
+ * copied) becomes rank r's host identity (zap_transport_host), and sends
+ * between ranks of different identities count as other-host traffic
+ * (zap_transport_traffic), so host-aware code can be tested in one process.
+ * NULL puts every rank back on this process's host. Call it before any rank's
+ * transport is used (communicators read the identities when they are
+ * created). Returns ZAP_ERR_INVALID_PARAM for a NULL world, ZAP_ERR_NO_MEMORY.
+ * Not thread-safe against use of the world's transports. */
+ZAP_API zap_status_t zap_inproc_world_set_hosts(zap_inproc_world_t *world, const uint64_t *hosts);
+
 /* Destroys the world and every rank's transport. Pending requests complete
  * with ZAP_ERR_CANCELED. NULL is accepted. */
 ZAP_API void zap_inproc_world_destroy(zap_inproc_world_t *world);

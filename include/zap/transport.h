@@ -66,6 +66,45 @@ ZAP_API double zap_transport_timeout(const zap_transport_t *t);
 /* Name and capabilities. ZAP_ERR_INVALID_PARAM for NULL arguments. */
 ZAP_API zap_status_t zap_transport_caps(const zap_transport_t *t, zap_transport_caps_t *caps_p);
 
+/* Where a peer is, seen from this rank: the classes of zap_transport_traffic.
+ * Two ranks are on one host when their host identities (zap_transport_host)
+ * are equal. */
+typedef enum zap_peer_class {
+    ZAP_PEER_SELF = 0,       /* this rank */
+    ZAP_PEER_SAME_HOST = 1,  /* another rank on this host */
+    ZAP_PEER_OTHER_HOST = 2, /* a rank on another host */
+    ZAP_PEER_CLASSES = 3
+} zap_peer_class_t;
+
+/* What this rank's transport was asked to send since it was created, by the
+ * class of the receiving peer (indexed by zap_peer_class_t): every send
+ * posted (zap_transport_isend, zap_transport_send), the collectives' and the
+ * verification job's included, counted when posted (a send that then failed
+ * is counted too). Shared-memory collectives move data without the transport
+ * and are not in it. Take two snapshots and subtract for one operation. */
+typedef struct zap_transport_traffic {
+    uint64_t bytes[ZAP_PEER_CLASSES];
+    uint64_t messages[ZAP_PEER_CLASSES];
+} zap_transport_traffic_t;
+
+/* The host identity of rank (any rank of t): a 64-bit hash of the host name
+ * and the kernel's boot id (/proc/sys/kernel/random/boot_id), agreed at
+ * create (the UCX transport exchanges them with the worker addresses). Ranks
+ * with equal identities share a host: network-namespace hosts with host
+ * names of their own differ, and machines (or containers on them) that share
+ * a host name but not a kernel differ too. The in-process transport puts
+ * every rank on this process's host unless zap_inproc_world_set_hosts says
+ * otherwise. Writes *host_p; ZAP_ERR_INVALID_PARAM for NULL arguments,
+ * ZAP_ERR_NOT_FOUND for a rank outside [0, size), ZAP_ERR_CLOSED after
+ * zap_transport_close. Never blocks; thread-safe. */
+ZAP_API zap_status_t zap_transport_host(const zap_transport_t *t, int rank, uint64_t *host_p);
+
+/* Copies this rank's send counters (zap_transport_traffic_t) into
+ * *traffic_p. ZAP_ERR_INVALID_PARAM for NULL arguments. Never blocks beyond
+ * the transport's internal lock; thread-safe; still answers after
+ * zap_transport_close (the counts at close). */
+ZAP_API zap_status_t zap_transport_traffic(zap_transport_t *t, zap_transport_traffic_t *traffic_p);
+
 /* Posts a send of len bytes (len may be 0) to peer with tag. Borrows buf until
  * the request completes. Never blocks. Returns ZAP_OK and a request the caller
  * must free with zap_request_free (after completion, or to cancel);

@@ -201,6 +201,16 @@ int coll_zap_comm_create(coll_zap_module_t *m);
 /* The decision for a call of coll (nb: its non-blocking form) moving bytes
  * bytes as the row's thresholds define them; counts it unless it is taken. */
 coll_zap_why_t coll_zap_route_sized(const coll_zap_module_t *m, coll_zap_coll_t coll, int nb, size_t bytes);
+/* The same for a call on GPU-resident buffers (gpu true): the size window
+ * does not apply. Open MPI 4.1 below without CUDA support would read device
+ * memory on the CPU, and zap runs such calls GPU to GPU at every size; a
+ * program must pass GPU memory on every rank of a call or on none (the
+ * route then differs between ranks). */
+coll_zap_why_t coll_zap_route_kind(const coll_zap_module_t *m, coll_zap_coll_t coll, int nb, size_t bytes, bool gpu);
+/* Whether buf (not MPI_IN_PLACE) is CUDA device or managed memory. */
+bool coll_zap_gpu_memory(const void *buf);
+/* Whether buf is device memory, which the CPU cannot touch (no packing). */
+bool coll_zap_device_memory(const void *buf);
 /* Counts one call that zap took or that a later check sent back. */
 void coll_zap_count(coll_zap_coll_t coll, int nb, coll_zap_why_t why);
 void coll_zap_stats_print(void);
@@ -215,12 +225,20 @@ bool coll_zap_route_save_previous(coll_zap_module_t *m, ompi_communicator_t *com
 void coll_zap_route_release_previous(coll_zap_module_t *m);
 
 /* --- types (coll_zap_types.c) ---------------------------------------------- */
+/* What coll_zap_reduction_type gives for a user op zap can call: bind it to
+ * the call's request with coll_zap_bind_user_op. */
+#define COLL_ZAP_USER_OP ZAP_OP_COUNT
 /* A reduction's element type and op in zap's terms: *dt_p, *op_p and the
  * number of zap elements in count items of dtype. false when zap has no
- * counterpart (non-predefined op, a mixed or unsupported basic type, an op
- * undefined on the type). Depends only on the type signature and the op. */
+ * counterpart (an op undefined on the type, a mixed or unsupported basic
+ * type, a user op zap cannot call: the file's comment has the list).
+ * Depends only on the type signature and the op. */
 bool coll_zap_reduction_type(ompi_datatype_t *dtype, int count, struct ompi_op_t *op, zap_dtype_t *dt_p,
                              zap_op_t *zop_p, size_t *nelems_p);
+
+/* Whether dtype is one of MPI's pair types whose buffers zap reads as they
+ * are (its layout is zap's pair struct: no packing, gaps and all). */
+bool coll_zap_pair_layout(ompi_datatype_t *dtype);
 /* Bytes of the type signature of count items. */
 static inline size_t coll_zap_bytes(ompi_datatype_t *dtype, int count)
 {
@@ -231,6 +249,12 @@ static inline size_t coll_zap_bytes(ompi_datatype_t *dtype, int count)
 static inline bool coll_zap_dense(ompi_datatype_t *dtype, int count)
 {
     return count <= 0 || opal_datatype_is_contiguous_memory_layout(&dtype->super, count);
+}
+/* The same for a reduction's buffer: MPI's pair types count as one run too,
+ * since zap reads their C structs, gaps included (coll_zap_pair_layout). */
+static inline bool coll_zap_reduce_dense(ompi_datatype_t *dtype, int count)
+{
+    return coll_zap_dense(dtype, count) || coll_zap_pair_layout(dtype);
 }
 static inline char *coll_zap_start(const void *buf, ompi_datatype_t *dtype)
 {
@@ -248,6 +272,7 @@ typedef struct coll_zap_req coll_zap_req_t;
 /* Work after zap completed a call successfully (unpacking into the user's
  * layout), and what to free then. */
 typedef int (*coll_zap_finish_fn)(coll_zap_req_t *r);
+typedef void (*coll_zap_user_fn_t)(void *, void *, int *, struct ompi_datatype_t **);
 struct coll_zap_req {
     ompi_request_t super;
     zap_request_t *zreq;
@@ -255,7 +280,8 @@ struct coll_zap_req {
     coll_zap_coll_t coll;
     coll_zap_finish_fn finish;   /* NULL: nothing to do */
     void *tmp;                   /* freed at completion */
-    size_t *counts, *displs;     /* freed at completion (v-forms) */
+    size_t *counts;              /* freed at completion (v-forms) */
+    ptrdiff_t *displs;           /* freed at completion (v-forms): bytes, signed */
     /* finish's arguments */
     void *ubuf;
     int ucount;
@@ -269,8 +295,18 @@ struct coll_zap_req {
      * ranks see a mismatch instead of waiting; this rank reports local_rc. */
     int local_rc;
     bool user_freed;             /* MPI_Request_free before completion */
+    /* A user op the call runs: zap's op wrapping MPI's function (destroyed
+     * with the request's scratch). */
+    bool has_uop;
+    zap_op_t uop;
+    coll_zap_user_fn_t uop_fn;
+    ompi_datatype_t *uop_dtype;
     coll_zap_req_t *prev_pending, *next_pending;
 };
+
+/* Makes the zap op that calls op's C function for r's call (dtype is
+ * passed to it); *zop_p is zap's op. MPI_SUCCESS or MPI_ERR_NO_MEM. */
+int coll_zap_bind_user_op(coll_zap_req_t *r, struct ompi_op_t *op, ompi_datatype_t *dtype, zap_op_t *zop_p);
 
 int coll_zap_request_init(void);
 void coll_zap_request_fini(void);
@@ -324,6 +360,50 @@ int coll_zap_scatterv(const void *sbuf, const int *scounts, const int *disps, om
 int coll_zap_iscatterv(const void *sbuf, const int *scounts, const int *disps, ompi_datatype_t *sdtype,
                        void *rbuf, int rcount, ompi_datatype_t *rdtype, int root, ompi_communicator_t *comm,
                        ompi_request_t **request, mca_coll_base_module_t *module);
+int coll_zap_reduce(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype, struct ompi_op_t *op, int root,
+                    ompi_communicator_t *comm, mca_coll_base_module_t *module);
+int coll_zap_ireduce(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype, struct ompi_op_t *op, int root,
+                     ompi_communicator_t *comm, ompi_request_t **request, mca_coll_base_module_t *module);
+int coll_zap_reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts, ompi_datatype_t *dtype,
+                            struct ompi_op_t *op, ompi_communicator_t *comm, mca_coll_base_module_t *module);
+int coll_zap_ireduce_scatter(const void *sbuf, void *rbuf, const int *rcounts, ompi_datatype_t *dtype,
+                             struct ompi_op_t *op, ompi_communicator_t *comm, ompi_request_t **request,
+                             mca_coll_base_module_t *module);
+int coll_zap_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount, ompi_datatype_t *dtype,
+                                  struct ompi_op_t *op, ompi_communicator_t *comm, mca_coll_base_module_t *module);
+int coll_zap_ireduce_scatter_block(const void *sbuf, void *rbuf, int rcount, ompi_datatype_t *dtype,
+                                   struct ompi_op_t *op, ompi_communicator_t *comm, ompi_request_t **request,
+                                   mca_coll_base_module_t *module);
+int coll_zap_gather(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                    ompi_datatype_t *rdtype, int root, ompi_communicator_t *comm, mca_coll_base_module_t *module);
+int coll_zap_igather(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                     ompi_datatype_t *rdtype, int root, ompi_communicator_t *comm, ompi_request_t **request,
+                     mca_coll_base_module_t *module);
+int coll_zap_gatherv(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, const int *rcounts,
+                     const int *disps, ompi_datatype_t *rdtype, int root, ompi_communicator_t *comm,
+                     mca_coll_base_module_t *module);
+int coll_zap_igatherv(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, const int *rcounts,
+                      const int *disps, ompi_datatype_t *rdtype, int root, ompi_communicator_t *comm,
+                      ompi_request_t **request, mca_coll_base_module_t *module);
+int coll_zap_alltoall(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                      ompi_datatype_t *rdtype, ompi_communicator_t *comm, mca_coll_base_module_t *module);
+int coll_zap_ialltoall(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                       ompi_datatype_t *rdtype, ompi_communicator_t *comm, ompi_request_t **request,
+                       mca_coll_base_module_t *module);
+int coll_zap_alltoallv(const void *sbuf, const int *scounts, const int *sdisps, ompi_datatype_t *sdtype, void *rbuf,
+                       const int *rcounts, const int *rdisps, ompi_datatype_t *rdtype, ompi_communicator_t *comm,
+                       mca_coll_base_module_t *module);
+int coll_zap_ialltoallv(const void *sbuf, const int *scounts, const int *sdisps, ompi_datatype_t *sdtype, void *rbuf,
+                        const int *rcounts, const int *rdisps, ompi_datatype_t *rdtype, ompi_communicator_t *comm,
+                        ompi_request_t **request, mca_coll_base_module_t *module);
+int coll_zap_scan(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype, struct ompi_op_t *op,
+                  ompi_communicator_t *comm, mca_coll_base_module_t *module);
+int coll_zap_iscan(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype, struct ompi_op_t *op,
+                   ompi_communicator_t *comm, ompi_request_t **request, mca_coll_base_module_t *module);
+int coll_zap_exscan(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype, struct ompi_op_t *op,
+                    ompi_communicator_t *comm, mca_coll_base_module_t *module);
+int coll_zap_iexscan(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype, struct ompi_op_t *op,
+                     ompi_communicator_t *comm, ompi_request_t **request, mca_coll_base_module_t *module);
 int coll_zap_barrier(ompi_communicator_t *comm, mca_coll_base_module_t *module);
 int coll_zap_ibarrier(ompi_communicator_t *comm, ompi_request_t **request, mca_coll_base_module_t *module);
 #endif

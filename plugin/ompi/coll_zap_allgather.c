@@ -1,8 +1,8 @@
 /* MPI_Allgather(v) and MPI_Iallgather(v) on zap_iallgather(v), as bytes.
  *
  * Where the receive type is dense (no gaps between elements), zap writes
- * straight into recvbuf: the v-form's displacements become byte offsets from
- * the lowest block that has data, so negative displacements work too. Where
+ * straight into recvbuf: the v-form's displacements become zap's signed byte
+ * displacements, negative ones included. Where
  * it has gaps, zap gathers into a packed scratch buffer and each block is
  * unpacked into place afterwards; MPI_IN_PLACE then first packs this rank's
  * block out of recvbuf. A send type with gaps is packed on its own. */
@@ -75,21 +75,14 @@ static int run(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf
     /* zap's counts and displacements (bytes) for the v-form. */
     if (rcounts != NULL) {
         r->counts = malloc((size_t)p * sizeof(size_t));
-        r->displs = malloc((size_t)p * sizeof(size_t));
+        r->displs = malloc((size_t)p * sizeof(ptrdiff_t));
         if (r->counts == NULL || r->displs == NULL)
             r->local_rc = MPI_ERR_NO_MEM;
     }
-    ptrdiff_t lowest = 0; /* lowest displacement with data (elements), dense case */
-    bool any = false;
-    for (int i = 0; rcounts != NULL && i < p; i++)
-        if (rcounts[i] > 0 && (!any || disps[i] < lowest)) {
-            lowest = disps[i];
-            any = true;
-        }
     size_t packed = 0;
     for (int i = 0; r->local_rc == MPI_SUCCESS && rcounts != NULL && i < p; i++) {
         r->counts[i] = (size_t)rcounts[i] * rsize;
-        r->displs[i] = rdense ? (rcounts[i] > 0 ? (size_t)(disps[i] - lowest) * (size_t)rext : 0) : packed;
+        r->displs[i] = rdense ? (rcounts[i] > 0 ? (ptrdiff_t)disps[i] * rext : 0) : (ptrdiff_t)packed;
         packed += r->counts[i];
     }
 
@@ -104,9 +97,9 @@ static int run(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf
     const void *zsend = NULL;
     void *zrecv = NULL;
     if (r->local_rc == MPI_SUCCESS) {
-        size_t my_off = rcounts != NULL ? r->displs[me] : (size_t)me * sbytes; /* in the packed area */
+        ptrdiff_t my_off = rcounts != NULL ? r->displs[me] : (ptrdiff_t)((size_t)me * sbytes); /* packed area */
         if (rdense) {
-            zrecv = (char *)coll_zap_start(rbuf, rdtype) + (rcounts != NULL ? lowest * rext : 0);
+            zrecv = coll_zap_start(rbuf, rdtype);
         } else {
             zrecv = r->tmp;
             r->finish = unpack_blocks;

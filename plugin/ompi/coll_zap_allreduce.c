@@ -1,11 +1,18 @@
 /* MPI_Allreduce and MPI_Iallreduce on zap_iallreduce.
  *
- * Taken when the row allows the vector's bytes and the op and basic type have
- * zap counterparts (coll_zap_reduction_type); the element count zap sees is
- * the signature's number of basic elements, so a derived type of ints reduces
- * as ints. A layout with gaps is packed into a scratch vector that zap
- * reduces in place and that is unpacked into recvbuf afterwards; otherwise zap
- * works on the user's buffers (MPI_IN_PLACE as ZAP_IN_PLACE). */
+ * Taken when the row allows the vector's bytes and the op and type have zap
+ * counterparts (coll_zap_reduction_type; a C user op is bound to the call);
+ * the element count zap sees is the signature's number of basic elements, so
+ * a derived type of ints reduces as ints. A layout with gaps is packed into a
+ * scratch vector that zap reduces in place and that is unpacked into recvbuf
+ * afterwards; otherwise (and for MPI's pair types, whose C structs zap reads
+ * as they are) zap works on the user's buffers (MPI_IN_PLACE as
+ * ZAP_IN_PLACE).
+ *
+ * GPU-resident buffers (CUDA device or managed memory) go to zap at every
+ * size (coll_zap_route_kind): its GPU path moves them GPU to GPU. A layout
+ * with gaps in device memory cannot be packed here (the CPU cannot touch it):
+ * such a call is refused with MPI_ERR_TYPE. */
 #include "coll_zap.h"
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +34,8 @@ static int run(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype, 
                ompi_communicator_t *comm, ompi_request_t **request, coll_zap_module_t *m)
 {
     int nb = request != NULL;
-    coll_zap_why_t why = coll_zap_route_sized(m, COLL_ZAP_ALLREDUCE, nb, coll_zap_bytes(dtype, count));
+    bool gpu = coll_zap_gpu_memory(rbuf) || coll_zap_gpu_memory(sbuf);
+    coll_zap_why_t why = coll_zap_route_kind(m, COLL_ZAP_ALLREDUCE, nb, coll_zap_bytes(dtype, count), gpu);
     zap_dtype_t dt = ZAP_DT_UINT8;
     zap_op_t zop = ZAP_OP_SUM;
     size_t n = 0;
@@ -42,10 +50,17 @@ static int run(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype, 
     coll_zap_req_t *r = coll_zap_req_get(m, COLL_ZAP_ALLREDUCE);
     if (r == NULL)
         return MPI_ERR_NO_MEM;
+    if (zop == COLL_ZAP_USER_OP)
+        r->local_rc = coll_zap_bind_user_op(r, op, dtype, &zop);
 
     const void *zsend;
     void *zrecv;
-    if (coll_zap_dense(dtype, count)) {
+    if (!coll_zap_reduce_dense(dtype, count) && (coll_zap_device_memory(rbuf) || coll_zap_device_memory(sbuf))) {
+        coll_zap_warn("MPI_Allreduce: a datatype with gaps on device memory cannot be packed by the CPU");
+        r->local_rc = MPI_ERR_TYPE; /* zap refuses the NULL buffer, the other ranks see a mismatch */
+        zsend = ZAP_IN_PLACE;
+        zrecv = NULL;
+    } else if (coll_zap_reduce_dense(dtype, count)) {
         zrecv = coll_zap_start(rbuf, dtype);
         zsend = sbuf == MPI_IN_PLACE ? ZAP_IN_PLACE : coll_zap_start(sbuf, dtype);
     } else {

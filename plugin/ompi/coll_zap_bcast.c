@@ -3,7 +3,9 @@
  * Ranks may pass different datatypes with the same signature (the root a
  * vector type, the others plain ints): the route depends on the byte count
  * only, and a rank whose layout has gaps packs (root) or unpacks (others)
- * through a scratch buffer. */
+ * through a scratch buffer. GPU-resident buffers go to zap at every size, as
+ * for the allreduce (coll_zap_allreduce.c); device memory with gaps is
+ * refused (MPI_ERR_TYPE). */
 #include "coll_zap.h"
 #include <stdlib.h>
 
@@ -25,7 +27,7 @@ static int run(void *buf, int count, ompi_datatype_t *dtype, int root, ompi_comm
 {
     int nb = request != NULL;
     size_t bytes = coll_zap_bytes(dtype, count);
-    coll_zap_why_t why = coll_zap_route_sized(m, COLL_ZAP_BCAST, nb, bytes);
+    coll_zap_why_t why = coll_zap_route_kind(m, COLL_ZAP_BCAST, nb, bytes, coll_zap_gpu_memory(buf));
     if (why == COLL_ZAP_STOPPED && m->failed)
         return MPI_ERR_OTHER;
     if (why != COLL_ZAP_TAKEN)
@@ -34,7 +36,11 @@ static int run(void *buf, int count, ompi_datatype_t *dtype, int root, ompi_comm
     if (r == NULL)
         return MPI_ERR_NO_MEM;
     void *zbuf;
-    if (coll_zap_dense(dtype, count)) {
+    if (!coll_zap_dense(dtype, count) && coll_zap_device_memory(buf)) {
+        coll_zap_warn("MPI_Bcast: a datatype with gaps on device memory cannot be packed by the CPU");
+        r->local_rc = MPI_ERR_TYPE;
+        zbuf = NULL;
+    } else if (coll_zap_dense(dtype, count)) {
         zbuf = coll_zap_start(buf, dtype);
     } else {
         r->tmp = malloc(bytes);

@@ -5,15 +5,13 @@
  * comm_query declines, identically on every rank of the communicator:
  * intercommunicators, fewer than 2 ranks (MPI_COMM_SELF) or fewer than
  * coll_zap_min_comm_size, an Open MPI the gate refused, no transport (the
- * world's enable failed), and communicators zap cannot make yet
- * (coll_zap_comm_create). Everything else gets a module whose functions are
+ * world's enable failed), ranks of another job, and context ids beyond
+ * zap's (servable). Everything else gets a module whose functions are
  * the routing table's (coll_zap_route_install); enable saves the previous
- * functions and makes the zap communicator, collectively, at the point in
- * MPI's order where Open MPI builds the communicator. */
+ * functions and makes the zap communicator (locally: zap_comm_create_group)
+ * at the point in MPI's order where Open MPI builds the communicator. */
 #include "coll_zap.h"
 #include "ompi/proc/proc.h"
-#include "opal/runtime/opal_progress.h"
-#include <stdatomic.h>
 #include <stdlib.h>
 
 static bool context_tried; /* the world's enable ran (once per process) */
@@ -61,77 +59,61 @@ static bool transport_ranks(ompi_communicator_t *comm, int *ranks)
     return true;
 }
 
-/* Until zap can make a communicator from a group of transport ranks (issue
- * 17), only a communicator over every transport rank in transport order is
- * served (MPI_COMM_WORLD, its duplicates, a split or create_group that keeps
- * every rank in order); the others are declined here, on every one of their
- * ranks alike, since the group is the same everywhere. */
-static bool servable(ompi_communicator_t *comm)
+/* Whether zap can serve comm: every rank of it is of this job (a transport
+ * rank), and its context id fits zap's caller ids. Both are the same on every
+ * rank of comm, so every rank decides alike. */
+static bool servable(ompi_communicator_t *comm, const char **why)
 {
     zap_transport_t *t = coll_zap_transport();
-    int size = ompi_comm_size(comm);
     if (comm == &ompi_mpi_comm_world.comm)
         return true;
-    if (t == NULL || size != zap_transport_size(t))
+    if (t == NULL) {
+        *why = "no zap transport";
         return false;
+    }
+    if (comm->c_contextid > ZAP_COMM_CONTEXT_ID_MAX) {
+        *why = "its context id is above what zap's tags carry (ZAP_COMM_CONTEXT_ID_MAX)";
+        return false;
+    }
+    int size = ompi_comm_size(comm);
     int *ranks = malloc((size_t)size * sizeof(int));
     bool ok = ranks != NULL && transport_ranks(comm, ranks);
-    for (int i = 0; ok && i < size; i++)
-        ok = ranks[i] == i;
     free(ranks);
+    if (!ok)
+        *why = ranks == NULL ? "no memory" : "a rank of another job (spawned or connected)";
     return ok;
 }
 
 /* --- making the zap communicator ------------------------------------------ */
 
-/* zap's communicator creation blocks in zap's own wait, which does not drive
- * Open MPI. A rank that sat there could keep a message another rank needs to
- * finish this very communicator's creation in Open MPI (a TCP connection
- * being set up, say) from leaving: so the creation runs on a helper thread
- * while this thread keeps calling opal_progress. */
-typedef struct create_job {
-    zap_transport_t *t;
-    zap_comm_t *zcomm;
-    zap_status_t st;
-    atomic_int done;
-} create_job_t;
-
-static void *create_main(void *arg)
-{
-    create_job_t *job = arg;
-    job->st = zap_comm_create(job->t, &job->zcomm);
-    atomic_store(&job->done, 1);
-    return NULL;
-}
-
-/* The one function that makes a zap communicator for an MPI communicator.
- * Today: zap_comm_create over the whole transport, which servable() allows
- * only for communicators of every transport rank in order (zap agrees on the
- * communicator's id itself). When zap can make one from a group of transport
- * ranks with a caller-given id, this becomes that call with transport_ranks()
- * and the MPI context id, and servable() goes. */
+/* The one function that makes a zap communicator for an MPI communicator:
+ * a group communicator over the process's one transport, its ranks the
+ * communicator's world ranks in its order, its context id MPI's own (unique
+ * among the communicators a rank is in, and the same on every rank). It is
+ * local: nothing is exchanged until the first collective, so enable never
+ * waits on other ranks, and the destructor is local too. */
 int coll_zap_comm_create(coll_zap_module_t *m)
 {
     zap_transport_t *t = coll_zap_transport();
     if (t == NULL)
         return OMPI_ERROR;
-    create_job_t job = {.t = t, .zcomm = NULL, .st = ZAP_ERR_TRANSPORT};
-    atomic_init(&job.done, 0);
-    pthread_t th;
-    if (pthread_create(&th, NULL, create_main, &job) != 0) {
-        create_main(&job); /* no thread: create here (the risk above remains) */
-    } else {
-        while (!atomic_load(&job.done))
-            opal_progress();
-        pthread_join(th, NULL);
-    }
-    if (job.st != ZAP_OK) {
-        /* zap_comm_create agrees: every rank failed alike. */
-        coll_zap_warn("communicator %u: zap_comm_create failed (%s); its collectives stay with Open MPI",
-                      m->comm->c_contextid, zap_status_string(job.st));
+    int size = ompi_comm_size(m->comm);
+    int *ranks = malloc((size_t)size * sizeof(int));
+    if (ranks == NULL || !transport_ranks(m->comm, ranks)) {
+        free(ranks);
         return OMPI_ERROR;
     }
-    m->zcomm = job.zcomm;
+    zap_status_t st = zap_comm_create_group(t, ranks, size, m->comm->c_contextid, NULL, &m->zcomm);
+    free(ranks);
+    if (st != ZAP_OK) {
+        /* Local, but its causes (arguments, memory, settings) are the same on
+         * every rank but memory; a rank short of memory then declines alone
+         * and the others' first collective on the communicator fails, named. */
+        coll_zap_warn("communicator %u: zap_comm_create_group failed (%s); its collectives stay with Open MPI",
+                      m->comm->c_contextid, zap_status_string(st));
+        m->zcomm = NULL;
+        return OMPI_ERROR;
+    }
     return OMPI_SUCCESS;
 }
 
@@ -180,10 +162,8 @@ mca_coll_base_module_t *coll_zap_comm_query(ompi_communicator_t *comm, int *prio
         why = "too few ranks (coll_zap_min_comm_size)";
     else if (!coll_zap_gate_ok())
         why = "this Open MPI is not one the component was built for";
-    else if (comm != &ompi_mpi_comm_world.comm && coll_zap_transport() == NULL)
-        why = "no zap transport";
-    else if (!servable(comm))
-        why = "zap cannot make a communicator of this group yet (not every world rank in order)";
+    else
+        (void)servable(comm, &why);
     if (why != NULL) {
         COLL_ZAP_VERBOSE(2, "communicator %u (%s): declined: %s", comm->c_contextid, comm->c_name, why);
         return NULL;

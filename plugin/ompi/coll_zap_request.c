@@ -98,7 +98,8 @@ coll_zap_req_t *coll_zap_req_get(coll_zap_module_t *m, coll_zap_coll_t coll)
     r->coll = coll;
     r->finish = NULL;
     r->tmp = NULL;
-    r->counts = r->displs = NULL;
+    r->counts = NULL;
+    r->displs = NULL;
     r->ubuf = NULL;
     r->ucount = 0;
     r->udtype = NULL;
@@ -108,12 +109,18 @@ coll_zap_req_t *coll_zap_req_get(coll_zap_module_t *m, coll_zap_coll_t coll)
     r->deadline = 0;
     r->local_rc = MPI_SUCCESS;
     r->user_freed = false;
+    r->has_uop = false;
+    r->uop_fn = NULL;
+    r->uop_dtype = NULL;
     r->prev_pending = r->next_pending = NULL;
     return r;
 }
 
 static void release_scratch(coll_zap_req_t *r)
 {
+    if (r->has_uop)
+        zap_op_destroy(r->uop);
+    r->has_uop = false;
     if (r->udtype != NULL)
         OBJ_RELEASE(r->udtype);
     r->udtype = NULL;
@@ -121,7 +128,8 @@ static void release_scratch(coll_zap_req_t *r)
     free(r->counts);
     free(r->displs);
     r->tmp = NULL;
-    r->counts = r->displs = NULL;
+    r->counts = NULL;
+    r->displs = NULL;
 }
 
 void coll_zap_req_put(coll_zap_req_t *r)
@@ -149,7 +157,7 @@ static int req_free(ompi_request_t **request)
 static void note_failure(coll_zap_module_t *m, zap_status_t st)
 {
     if (st == ZAP_ERR_TIMED_OUT || st == ZAP_ERR_PEER_FAILED || st == ZAP_ERR_TRANSPORT || st == ZAP_ERR_CLOSED ||
-        st == ZAP_ERR_CANCELED)
+        st == ZAP_ERR_CANCELED || st == ZAP_ERR_REVOKED)
         m->failed = true;
 }
 

@@ -12,6 +12,7 @@
  * byte count of the call's type signature and the module's state, all equal
  * on every rank of the call; the callers add the op and the basic type. */
 #include "coll_zap.h"
+#include "cuda_coll.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,27 +53,35 @@ const coll_zap_route_t coll_zap_routes[COLL_ZAP_NCOLLS] = {
                            SLOT(scatterv), SLOT(iscatterv), PREV(scatterv), PREV(iscatterv), "0", "0", false},
     [COLL_ZAP_BARRIER] = {"barrier", NULL, (coll_zap_fn_t)coll_zap_barrier, (coll_zap_fn_t)coll_zap_ibarrier,
                           SLOT(barrier), SLOT(ibarrier), PREV(barrier), PREV(ibarrier), "0", "0", false},
-    /* zap does not have these yet: their rows wait for their functions. */
-    [COLL_ZAP_REDUCE] = {"reduce", "bytes of the vector (count x type size)", NULL, NULL, SLOT(reduce),
-                         SLOT(ireduce), PREV(reduce), PREV(ireduce), "0", "0", true},
+    [COLL_ZAP_REDUCE] = {"reduce", "bytes of the vector (count x type size)", (coll_zap_fn_t)coll_zap_reduce,
+                         (coll_zap_fn_t)coll_zap_ireduce, SLOT(reduce), SLOT(ireduce), PREV(reduce), PREV(ireduce), "0",
+                         "0", true},
     [COLL_ZAP_REDUCE_SCATTER] = {"reduce_scatter", "bytes of the whole vector divided by the number of ranks",
-                                 NULL, NULL, SLOT(reduce_scatter), SLOT(ireduce_scatter), PREV(reduce_scatter),
+                                 (coll_zap_fn_t)coll_zap_reduce_scatter, (coll_zap_fn_t)coll_zap_ireduce_scatter,
+                                 SLOT(reduce_scatter), SLOT(ireduce_scatter), PREV(reduce_scatter),
                                  PREV(ireduce_scatter), "0", "0", true},
-    [COLL_ZAP_REDUCE_SCATTER_BLOCK] = {"reduce_scatter_block", "bytes of one rank's block", NULL, NULL,
-                                       SLOT(reduce_scatter_block), SLOT(ireduce_scatter_block),
-                                       PREV(reduce_scatter_block), PREV(ireduce_scatter_block), "0", "0", true},
-    [COLL_ZAP_GATHER] = {"gather", "bytes of one rank's block", NULL, NULL, SLOT(gather), SLOT(igather),
-                         PREV(gather), PREV(igather), "0", "0", true},
-    [COLL_ZAP_GATHERV] = {"gatherv", NULL, NULL, NULL, SLOT(gatherv), SLOT(igatherv), PREV(gatherv), PREV(igatherv),
-                          "0", "0", true},
-    [COLL_ZAP_ALLTOALL] = {"alltoall", "bytes of one block (sendcount x sendtype size)", NULL, NULL,
-                           SLOT(alltoall), SLOT(ialltoall), PREV(alltoall), PREV(ialltoall), "0", "0", true},
-    [COLL_ZAP_ALLTOALLV] = {"alltoallv", NULL, NULL, NULL, SLOT(alltoallv), SLOT(ialltoallv), PREV(alltoallv),
-                            PREV(ialltoallv), "0", "0", true},
-    [COLL_ZAP_SCAN] = {"scan", "bytes of the vector (count x type size)", NULL, NULL, SLOT(scan), SLOT(iscan),
-                       PREV(scan), PREV(iscan), "0", "0", true},
-    [COLL_ZAP_EXSCAN] = {"exscan", "bytes of the vector (count x type size)", NULL, NULL, SLOT(exscan),
-                         SLOT(iexscan), PREV(exscan), PREV(iexscan), "0", "0", true},
+    [COLL_ZAP_REDUCE_SCATTER_BLOCK] = {"reduce_scatter_block", "bytes of one rank's block",
+                                       (coll_zap_fn_t)coll_zap_reduce_scatter_block,
+                                       (coll_zap_fn_t)coll_zap_ireduce_scatter_block, SLOT(reduce_scatter_block),
+                                       SLOT(ireduce_scatter_block), PREV(reduce_scatter_block),
+                                       PREV(ireduce_scatter_block), "0", "0", true},
+    [COLL_ZAP_GATHER] = {"gather", "bytes of one rank's block", (coll_zap_fn_t)coll_zap_gather,
+                         (coll_zap_fn_t)coll_zap_igather, SLOT(gather), SLOT(igather), PREV(gather), PREV(igather), "0",
+                         "0", true},
+    /* No size window: only the root knows the counts. */
+    [COLL_ZAP_GATHERV] = {"gatherv", NULL, (coll_zap_fn_t)coll_zap_gatherv, (coll_zap_fn_t)coll_zap_igatherv,
+                          SLOT(gatherv), SLOT(igatherv), PREV(gatherv), PREV(igatherv), "0", "0", true},
+    [COLL_ZAP_ALLTOALL] = {"alltoall", "bytes of one block (sendcount x sendtype size)",
+                           (coll_zap_fn_t)coll_zap_alltoall, (coll_zap_fn_t)coll_zap_ialltoall, SLOT(alltoall),
+                           SLOT(ialltoall), PREV(alltoall), PREV(ialltoall), "0", "0", true},
+    /* No size window: the counts differ across ranks. */
+    [COLL_ZAP_ALLTOALLV] = {"alltoallv", NULL, (coll_zap_fn_t)coll_zap_alltoallv, (coll_zap_fn_t)coll_zap_ialltoallv,
+                            SLOT(alltoallv), SLOT(ialltoallv), PREV(alltoallv), PREV(ialltoallv), "0", "0", true},
+    [COLL_ZAP_SCAN] = {"scan", "bytes of the vector (count x type size)", (coll_zap_fn_t)coll_zap_scan,
+                       (coll_zap_fn_t)coll_zap_iscan, SLOT(scan), SLOT(iscan), PREV(scan), PREV(iscan), "0", "0", true},
+    [COLL_ZAP_EXSCAN] = {"exscan", "bytes of the vector (count x type size)", (coll_zap_fn_t)coll_zap_exscan,
+                         (coll_zap_fn_t)coll_zap_iexscan, SLOT(exscan), SLOT(iexscan), PREV(exscan), PREV(iexscan),
+                         "0", "0", true},
 };
 
 static const char *const why_names[COLL_ZAP_NWHY] = {"zap", "off", "size", "type_op", "stopped"};
@@ -86,13 +95,31 @@ void coll_zap_count(coll_zap_coll_t coll, int nb, coll_zap_why_t why)
 
 coll_zap_why_t coll_zap_route_sized(const coll_zap_module_t *m, coll_zap_coll_t coll, int nb, size_t bytes)
 {
+    return coll_zap_route_kind(m, coll, nb, bytes, false);
+}
+
+bool coll_zap_gpu_memory(const void *buf)
+{
+    if (buf == NULL || buf == MPI_IN_PLACE)
+        return false;
+    zap_mem_kind_t k = zap_cuda_ptr_kind(buf);
+    return k == ZAP_MEM_DEVICE || k == ZAP_MEM_MANAGED;
+}
+
+bool coll_zap_device_memory(const void *buf)
+{
+    return buf != NULL && buf != MPI_IN_PLACE && zap_cuda_ptr_kind(buf) == ZAP_MEM_DEVICE;
+}
+
+coll_zap_why_t coll_zap_route_kind(const coll_zap_module_t *m, coll_zap_coll_t coll, int nb, size_t bytes, bool gpu)
+{
     const coll_zap_route_state_t *s = &mca_coll_zap_component.route[coll];
     coll_zap_why_t why = COLL_ZAP_TAKEN;
     if (m->zcomm == NULL || m->failed)
         why = COLL_ZAP_STOPPED;
     else if (!s->enable || (nb && !mca_coll_zap_component.nonblocking))
         why = COLL_ZAP_OFF;
-    else if (coll_zap_routes[coll].bytes_means != NULL &&
+    else if (coll_zap_routes[coll].bytes_means != NULL && !gpu &&
              (bytes == 0 || bytes < m->min_bytes[coll] || (m->max_bytes[coll] != 0 && bytes > m->max_bytes[coll])))
         why = COLL_ZAP_SIZE;
     if (why != COLL_ZAP_TAKEN) {

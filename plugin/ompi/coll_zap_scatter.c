@@ -9,8 +9,7 @@
  * every other rank's recvcount: equal by MPI's signature rule). The v-form has
  * no window: only the root knows the counts. On the root, a send type with
  * gaps is packed block by block into a scratch buffer; otherwise the
- * displacements become byte offsets from the lowest block with data (negative
- * displacements work). A receive type with gaps receives into scratch and is
+ * displacements become zap's signed byte displacements (negative ones too). A receive type with gaps receives into scratch and is
  * unpacked afterwards. */
 #include "coll_zap.h"
 #include <stdlib.h>
@@ -48,30 +47,20 @@ static int root_side(coll_zap_req_t *r, const void *sbuf, int scount, const int 
     size_t ssize = sdtype->super.size;
     ptrdiff_t sext = extent_of(sdtype);
     r->counts = malloc((size_t)p * sizeof(size_t));
-    r->displs = malloc((size_t)p * sizeof(size_t));
+    r->displs = malloc((size_t)p * sizeof(ptrdiff_t));
     if (r->counts == NULL || r->displs == NULL)
         return MPI_ERR_NO_MEM;
     bool sdense = scounts == NULL ? coll_zap_dense(sdtype, scount * p) : coll_zap_dense(sdtype, 2);
-    ptrdiff_t lowest = 0;
-    bool any = false;
     size_t packed = 0;
     for (int i = 0; i < p; i++) {
         int n = scounts != NULL ? scounts[i] : scount;
         ptrdiff_t d = scounts != NULL ? disps[i] : (ptrdiff_t)i * scount;
-        if (n > 0 && (!any || d < lowest)) {
-            lowest = d;
-            any = true;
-        }
-    }
-    for (int i = 0; i < p; i++) {
-        int n = scounts != NULL ? scounts[i] : scount;
-        ptrdiff_t d = scounts != NULL ? disps[i] : (ptrdiff_t)i * scount;
         r->counts[i] = in_place && i == me ? 0 : (size_t)n * ssize;
-        r->displs[i] = sdense ? (n > 0 ? (size_t)(d - lowest) * (size_t)sext : 0) : packed;
+        r->displs[i] = sdense ? (n > 0 ? d * sext : 0) : (ptrdiff_t)packed;
         packed += r->counts[i];
     }
     if (sdense) {
-        *zsend_p = (const char *)coll_zap_start(sbuf, sdtype) + lowest * sext;
+        *zsend_p = coll_zap_start(sbuf, sdtype);
         return MPI_SUCCESS;
     }
     /* Packed after the receive scratch (rtmp bytes) in one allocation. */

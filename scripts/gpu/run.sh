@@ -21,6 +21,18 @@
 #   suites    the MPI test suites (mpi_coll, mpi_ucp_p2p, mpi_verify, ...) at
 #             --suite-ranks ranks over shared memory, as ctest runs them at 2 and 4
 #   scaling   tools/zap-verify/gpu-scaling.sh (zap-verify on 1 and 2 GPUs, medians)
+#   gpucoll   the GPU-resident collectives against NCCL (issue 21), not in the
+#             default list; parts (--gpucoll-parts): tests: the GPU link map,
+#             test_coll_gpu, the protocol suite, mpi_coll_gpu at
+#             --gpucoll-ranks, MPI calls on device pointers through the Open
+#             MPI component; sanitize: compute-sanitizer memcheck on both suites
+#             (mpi_coll_gpu under mpirun), racecheck and synccheck on the
+#             kernels' cases; sweep: zap-perf coll --mem device and --mem
+#             managed at 2 ranks (one GPU each), allreduce and broadcast, 8 B to
+#             --gpucoll-max with NCCL in the same run, and gpucoll.md, the table
+#             of busbw and latency ratios to NCCL with the acceptance verdicts
+#             (busbw >= 0.9x NCCL from 16 MiB, latency <= 0.5x NCCL's to
+#             256 KiB, wrong = 0). scripts/gpu/pack-gpucoll.sh packs just this
 #
 # Options:
 #   --out DIR            where results.tgz (every file written) and run.log go
@@ -50,6 +62,12 @@
 #   --scaling-reps N     scaling: repetitions (default 3)
 #   --verify-items N     (default 1048576) --verify-backends "managed pinned"
 #   --env VAR=VALUE      exported to every section (repeatable)
+#   --gpucoll-ranks "2 4"  mpi_coll_gpu rank counts (default 2)
+#   --gpucoll-max SIZE   the sweep's largest message (default 1G)
+#   --gpucoll-reps N     streaming passes per size (default 3)
+#   --gpucoll-quick      gpucoll: a short sweep (to 4M), for a machine of one GPU
+#                        (NCCL refuses two ranks on one GPU; both ranks time-slice it)
+#   --gpucoll-parts "tests sanitize sweep"  the parts of gpucoll to run (default all)
 set -uo pipefail
 pkg=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 out=${OUT:-/tmp/zap-gpu-out}
@@ -57,6 +75,7 @@ base=""; jobs=$(nproc); gpu_only=""; tregex=""; texclude=""; tlabels="long,plugi
 sregex=""; stimeout=300; p2p_runs=8; p2p_max=64; p2p_bw=""; p2p_mem=host,pool; p2p_staging=""; ranks="2 8"
 coll_mem=host; coll_ops=""; coll_min=8; coll_max=64M; coll_reps=3; coll_runs=1; coll_args=""; coll_algs=auto
 margs=""; suite_ranks=8; scaling_reps=3; v_items=1048576; v_backends="managed pinned"
+gc_ranks=2; gc_max=1G; gc_reps=3; gc_quick=""; gc_parts="tests sanitize sweep"
 sections=()
 while (($#)); do
   case $1 in
@@ -89,6 +108,11 @@ while (($#)); do
     --verify-items) v_items=$2; shift ;;
     --verify-backends) v_backends=$2; shift ;;
     --env) export "${2?}"; shift ;;
+    --gpucoll-ranks) gc_ranks=$2; shift ;;
+    --gpucoll-max) gc_max=$2; shift ;;
+    --gpucoll-reps) gc_reps=$2; shift ;;
+    --gpucoll-quick) gc_quick=1 ;;
+    --gpucoll-parts) gc_parts=$2; shift ;;
     -h|--help) sed -n '2,/^set -uo/p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//;$d'; exit 0 ;;
     -*) echo "run.sh: unknown option $1"; exit 2 ;;
     *) sections+=("$1") ;;
@@ -309,10 +333,107 @@ sec_scaling() {
   timeout 500 bash "$s" "$pkg/tree" "$out/scaling" "$scaling_reps" 2>&1 | tail -15
 }
 
+# Issue 21's measurement: everything the GPU-resident collectives need in one
+# section (see the header), in parts that fit one device call together
+# (scripts/gpu/pack-gpucoll.sh makes a package holding just these). NVLink
+# multicast stays off (KINDS.md): NCCL runs with NCCL_NVLS_ENABLE=0 and zap
+# never calls cuMulticastCreate.
+sec_gpucoll() {
+  [ "$ngpu" -ge 1 ] || { skip gpucoll "no GPU"; return; }
+  export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+  local tr; tr=$(tree new)
+  local L; L=$(libs new)
+  if ! ldconfig -p 2>/dev/null | grep -q 'libnccl.so.2'; then
+    local nd; nd=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib"))' 2>/dev/null)
+    [ -n "$nd" ] && [ -e "$nd/libnccl.so.2" ] && L="$L:$nd" && echo "NCCL from $nd"
+  fi
+  local cs; cs=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
+  local tg="$tr/tests/coll/test_coll_gpu" tp="$tr/tests/coll/test_coll_gpu_protocol" tm="$tr/mpi_tests/coll/mpi_coll_gpu"
+  local menv=(--mca pml ob1 --mca btl self,vader -x UCX_TLS=self,sm -x ZAP_TIMEOUT=60 -x LD_LIBRARY_PATH="$L"
+              -x NCCL_NVLS_ENABLE=0)
+  local sum='^\[ +(OK|FAILED|SKIPPED) +\]|^\[  (PASSED|FAILED) |Failure|reallocations'
+  if [[ " $gc_parts " == *" tests "* ]]; then
+    log "gpucoll: the GPUs and their links"
+    { nvidia-smi -L; nvidia-smi topo -m; } 2>&1 | tee "$out/gpucoll_topo.txt"
+    log "gpucoll: test_coll_gpu (thread ranks of one process on its GPU)"
+    LD_LIBRARY_PATH="$L" timeout 120 "$tg" > "$out/gpucoll_test_coll_gpu.txt" 2>&1; echo "test_coll_gpu rc=$?"
+    grep -E "$sum" "$out/gpucoll_test_coll_gpu.txt" | head -30
+    LD_LIBRARY_PATH="$L" timeout 120 "$tp" > "$out/gpucoll_protocol.txt" 2>&1; echo "test_coll_gpu_protocol rc=$?"
+    grep -E '^\[  (PASSED|FAILED) ' "$out/gpucoll_protocol.txt"
+    for np in $gc_ranks; do
+      log "gpucoll: mpi_coll_gpu, $np ranks (one GPU each, as far as there are GPUs)"
+      mpirun_ 150 "${margs[@]}" -np "$np" "${menv[@]}" "$tm" > "$out/gpucoll_mpi_np$np.txt" 2>&1
+      echo "mpi_coll_gpu np$np rc=$?"; grep -E "$sum" "$out/gpucoll_mpi_np$np.txt" | head -20
+    done
+    if [ -x "$tr/mpi_tests/coll/gpu_component_check" ] && [ -e "$tr/plugin/ompi/mca_coll_zap.so" ]; then
+      log "gpucoll: MPI_Allreduce / MPI_Bcast on device pointers through the Open MPI component"
+      LD_LIBRARY_PATH="$L" ZAP_TEST_MPIEXEC=mpirun ZAP_TEST_OMPI_INFO=ompi_info ZAP_TEST_TIMEOUT=120 \
+        sh "$pkg/src/mpi_tests/coll/gpu_component_check.sh" "$tr/plugin/ompi" "$tr/mpi_tests/coll/gpu_component_check" 2 \
+        > "$out/gpucoll_component.txt" 2>&1; echo "component rc=$?"
+      grep -E "^(PASS|FAIL|SKIP)|stats rank 0: (allreduce|bcast)|GPU path ready" "$out/gpucoll_component.txt" | head -8
+    else
+      skip "gpucoll component" "no Open MPI component or check program in the package"
+    fi
+  fi
+  if [[ " $gc_parts " == *" sanitize "* ]]; then
+    if [ -n "$cs" ]; then
+      log "gpucoll: compute-sanitizer (memcheck; racecheck and synccheck on the kernels' cases)"
+      local f='CudaReduce.*:GpuStage.AllreduceEveryType*:GpuStage.BcastFromEveryRoot:GpuStage.SeveralOutstanding*'
+      LD_LIBRARY_PATH="$L" ZAP_TIMEOUT=60 timeout 200 "$cs" --tool memcheck --error-exitcode 9 "$tg" --gtest_filter="$f" \
+        > "$out/gpucoll_memcheck.txt" 2>&1
+      echo "memcheck test_coll_gpu rc=$? $(grep -m1 'ERROR SUMMARY' "$out/gpucoll_memcheck.txt")"
+      mpirun_ 150 "${margs[@]}" -np 2 "${menv[@]}" "$cs" --tool memcheck --error-exitcode 9 "$tm" \
+        --gtest_filter='*SizesEightBytes*:*BufferReuse*:*Bcast*:*Managed*' > "$out/gpucoll_memcheck_mpi.txt" 2>&1
+      echo "memcheck mpi_coll_gpu np2 rc=$? $(grep 'ERROR SUMMARY' "$out/gpucoll_memcheck_mpi.txt" | sort | uniq -c | tr '\n' ' ')"
+      for tool in racecheck synccheck; do
+        LD_LIBRARY_PATH="$L" ZAP_TIMEOUT=60 timeout 100 "$cs" --tool "$tool" --error-exitcode 9 "$tg" \
+          --gtest_filter='GpuStage.AllreduceRankCountsSizesAndBuffers:GpuStage.BcastFromEveryRoot' \
+          > "$out/gpucoll_$tool.txt" 2>&1
+        echo "$tool test_coll_gpu rc=$? $(grep -m1 'ERROR SUMMARY' "$out/gpucoll_$tool.txt")"
+      done
+    else
+      skip "gpucoll sanitizer" "no compute-sanitizer on this host"
+    fi
+  fi
+  [[ " $gc_parts " == *" sweep "* ]] || return 0
+  local max=$gc_max; [ -n "$gc_quick" ] && max=4M
+  for mem in device managed; do
+    log "gpucoll: zap-perf coll --mem $mem, 2 ranks, against NCCL"
+    mpirun_ 280 "${margs[@]}" -np 2 -x UCX_TLS=self,sm,cma -x LD_LIBRARY_PATH="$L" -x NCCL_NVLS_ENABLE=0 \
+      "$tr/tools/zap-perf/zap-perf" coll --mem "$mem" --op allreduce,bcast --min 8 --max "$max" --reps "$gc_reps" \
+      --no-mpi --csv "$out/gpucoll_$mem.csv" > "$out/gpucoll_$mem.txt" 2>&1; echo "zap-perf $mem rc=$?"
+    grep -E "NCCL|rank" "$out/gpucoll_$mem.txt" | head -3
+  done
+  python3 - "$out" <<'PY' | tee "$out/gpucoll.md"
+import csv, os, sys
+out = sys.argv[1]
+rows = []
+for mem in ('device', 'managed'):
+    p = os.path.join(out, f'gpucoll_{mem}.csv')
+    if os.path.exists(p):
+        rows += list(csv.DictReader(open(p)))
+print('| op | mem | bytes | alg | zap busbw | NCCL busbw | busbw x | zap lat us | NCCL lat us | lat x | wrong | verdict |')
+print('|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|')
+bad = checked = 0
+for r in rows:
+    b = int(r['bytes']); bx = float(r.get('busbw_x_nccl') or 0); lx = float(r.get('lat_x_nccl') or 0)
+    wrong = int(r['zap_wrong']); v = []
+    if wrong: v.append('WRONG')
+    if float(r.get('nccl_busbw') or 0) <= 0: v.append('no NCCL')
+    elif (16 << 20) <= b <= (1 << 30): v.append('bw ok' if bx >= 0.9 else 'BW LOW'); checked += 1
+    if 'no NCCL' not in v and b <= (256 << 10): v.append('lat ok' if 0 < lx <= 0.5 else 'LAT HIGH'); checked += 1
+    bad += sum(x in ('WRONG', 'BW LOW', 'LAT HIGH') for x in v)
+    print(f"| {r['op']} | {r['mem']} | {b} | {r['alg']} | {float(r['zap_busbw']):.1f} | {float(r['nccl_busbw']):.1f} | "
+          f"{bx:.2f} | {float(r['zap_lat_avg']):.2f} | {float(r.get('nccl_lat_us') or 0):.2f} | {lx:.2f} | {wrong} | "
+          f"{', '.join(v)} |")
+print(f'\nacceptance: {checked} checks, {bad} not met' + ('' if rows else ' (no sweep results)'))
+PY
+}
+
 for s in "${sections[@]}"; do
   case $s in
-    info|tests|sanitize|p2p|coll|verify|pool|suites|scaling) "sec_$s" 2>&1 | tee -a "$out/run.log" ;;
-    *) echo "run.sh: unknown section $s (info tests sanitize p2p coll verify pool suites scaling)" | tee -a "$out/run.log" ;;
+    info|tests|sanitize|p2p|coll|verify|pool|suites|scaling|gpucoll) "sec_$s" 2>&1 | tee -a "$out/run.log" ;;
+    *) echo "run.sh: unknown section $s (info tests sanitize p2p coll verify pool suites scaling gpucoll)" | tee -a "$out/run.log" ;;
   esac
 done
 tar czf "$final/results.tgz" -C "$out" . 2>/dev/null

@@ -331,3 +331,160 @@ TEST(BadColl, CommCreateWithUnknownSingleCopySettingIsInvalidParam)
 {
     expect_create_refuses("ZAP_COLL_CMA", "yes", single_copy);
 }
+
+// --- reduce, reduce_scatter, gather, alltoall, scan, user ops (C23 - C33) ---
+
+TEST(BadColl, NewCollectivesOnNullCommOrRequestAreInvalidParam)
+{
+    Ranks k(2);
+    int64_t x[4] = {0}, y[8];
+    size_t counts[2] = {1, 1};
+    ptrdiff_t displs[2] = {0, 1};
+    zap_request_t *req = nullptr;
+    EXPECT_EQ(zap_reduce(nullptr, x, y, 1, ZAP_DT_INT64, ZAP_OP_SUM, 0), ZAP_ERR_INVALID_PARAM);
+    EXPECT_EQ(zap_reduce_scatter(nullptr, x, y, counts, ZAP_DT_INT64, ZAP_OP_SUM), ZAP_ERR_INVALID_PARAM);
+    EXPECT_EQ(zap_reduce_scatter_block(nullptr, x, y, 1, ZAP_DT_INT64, ZAP_OP_SUM), ZAP_ERR_INVALID_PARAM);
+    EXPECT_EQ(zap_gather(nullptr, x, 1, y, ZAP_DT_INT64, 0), ZAP_ERR_INVALID_PARAM);
+    EXPECT_EQ(zap_gatherv(nullptr, x, 1, y, counts, displs, ZAP_DT_INT64, 0), ZAP_ERR_INVALID_PARAM);
+    EXPECT_EQ(zap_alltoall(nullptr, x, 1, y, ZAP_DT_INT64), ZAP_ERR_INVALID_PARAM);
+    EXPECT_EQ(zap_alltoallv(nullptr, x, counts, displs, y, counts, displs, ZAP_DT_INT64), ZAP_ERR_INVALID_PARAM);
+    EXPECT_EQ(zap_scan(nullptr, x, y, 1, ZAP_DT_INT64, ZAP_OP_SUM), ZAP_ERR_INVALID_PARAM);
+    EXPECT_EQ(zap_exscan(nullptr, x, y, 1, ZAP_DT_INT64, ZAP_OP_SUM), ZAP_ERR_INVALID_PARAM);
+    EXPECT_EQ(zap_ireduce(k.c[0], x, y, 1, ZAP_DT_INT64, ZAP_OP_SUM, 0, nullptr), ZAP_ERR_INVALID_PARAM);
+    EXPECT_EQ(zap_ialltoall(k.c[0], x, 1, y, ZAP_DT_INT64, nullptr), ZAP_ERR_INVALID_PARAM);
+    EXPECT_EQ(zap_iscan(k.c[0], x, y, 1, ZAP_DT_INT64, ZAP_OP_SUM, nullptr), ZAP_ERR_INVALID_PARAM);
+    EXPECT_EQ(req, nullptr);
+    k.expect_intact();
+}
+
+TEST(BadColl, ReduceAndGatherRootOutsideCommIsInvalidParamEverywhere)
+{
+    LogCapture log;
+    Ranks k;
+    int64_t x[4] = {0}, y[16];
+    for (int root : {-1, 4}) {
+        expect_all(k.each([&](int r) { return zap_reduce(k.c[r], x, y, 4, ZAP_DT_INT64, ZAP_OP_SUM, root); }),
+                   ZAP_ERR_INVALID_PARAM);
+        expect_all(k.each([&](int r) { return zap_gather(k.c[r], x, 4, y, ZAP_DT_INT64, root); }),
+                   ZAP_ERR_INVALID_PARAM);
+    }
+    EXPECT_TRUE(log.contains("root 4 is not in [0, 4)"));
+    k.expect_intact();
+}
+
+TEST(BadColl, InPlaceOffTheRootIsInvalidThereAndMismatchElsewhere)
+{
+    LogCapture log;
+    Ranks k;
+    int64_t x[4] = {0}, y[16];
+    auto st = k.each([&](int r) { return zap_reduce(k.c[r], r == 3 ? ZAP_IN_PLACE : x, y, 4, ZAP_DT_INT64, ZAP_OP_SUM, 0); });
+    for (int r = 0; r < k.n; r++)
+        EXPECT_EQ(st[r], r == 3 ? ZAP_ERR_INVALID_PARAM : ZAP_ERR_MISMATCH) << "rank " << r;
+    st = k.each([&](int r) { return zap_gather(k.c[r], r == 1 ? ZAP_IN_PLACE : x, 4, y, ZAP_DT_INT64, 0); });
+    for (int r = 0; r < k.n; r++)
+        EXPECT_EQ(st[r], r == 1 ? ZAP_ERR_INVALID_PARAM : ZAP_ERR_MISMATCH) << "rank " << r;
+    EXPECT_TRUE(log.contains("ZAP_IN_PLACE is for the root"));
+    k.expect_intact();
+}
+
+TEST(BadColl, ReduceNullRecvbufOnTheRootIsInvalidThereAndMismatchElsewhere)
+{
+    LogCapture log;
+    Ranks k;
+    int64_t x[4] = {0}, y[4];
+    auto st = k.each([&](int r) { return zap_reduce(k.c[r], x, r == 2 ? nullptr : y, 4, ZAP_DT_INT64, ZAP_OP_SUM, 2); });
+    for (int r = 0; r < k.n; r++)
+        EXPECT_EQ(st[r], r == 2 ? ZAP_ERR_INVALID_PARAM : ZAP_ERR_MISMATCH) << "rank " << r;
+    k.expect_intact();
+}
+
+TEST(BadColl, MissingCountArraysAreInvalidParam)
+{
+    LogCapture log;
+    Ranks k;
+    int64_t x[16] = {0}, y[16];
+    size_t counts[4] = {1, 1, 1, 1};
+    ptrdiff_t displs[4] = {0, 1, 2, 3};
+    expect_all(k.each([&](int r) { return zap_reduce_scatter(k.c[r], x, y, nullptr, ZAP_DT_INT64, ZAP_OP_SUM); }),
+               ZAP_ERR_INVALID_PARAM);
+    expect_all(k.each([&](int r) { return zap_alltoallv(k.c[r], x, counts, displs, y, nullptr, displs, ZAP_DT_INT64); }),
+               ZAP_ERR_INVALID_PARAM);
+    // gatherv: only the root needs them
+    auto st = k.each([&](int r) { return zap_gatherv(k.c[r], x, 1, y, nullptr, nullptr, ZAP_DT_INT64, 0); });
+    for (int r = 0; r < k.n; r++)
+        EXPECT_EQ(st[r], r == 0 ? ZAP_ERR_INVALID_PARAM : ZAP_ERR_MISMATCH) << "rank " << r;
+    EXPECT_TRUE(log.contains("counts"));
+    k.expect_intact();
+}
+
+TEST(BadColl, OpNotDefinedOnTheTypeIsUnsupportedEverywhere)
+{
+    LogCapture log;
+    Ranks k;
+    int64_t x[4] = {0}, y[16];
+    expect_all(k.each([&](int r) { return zap_reduce(k.c[r], x, y, 4, ZAP_DT_INT64, ZAP_OP_MINLOC, 0); }),
+               ZAP_ERR_UNSUPPORTED);
+    expect_all(k.each([&](int r) { return zap_scan(k.c[r], x, y, 2, ZAP_DT_DOUBLE_INT, ZAP_OP_SUM); }),
+               ZAP_ERR_UNSUPPORTED);
+    expect_all(k.each([&](int r) { return zap_reduce_scatter_block(k.c[r], x, y, 1, ZAP_DT_FLOAT64, ZAP_OP_LAND); }),
+               ZAP_ERR_UNSUPPORTED);
+    EXPECT_TRUE(log.contains("is not defined on datatype"));
+    k.expect_intact();
+}
+
+TEST(BadColl, HugeCountsOfTheNewCollectivesAreInvalidParamEverywhere)
+{
+    LogCapture log;
+    Ranks k;
+    int64_t x = 0, y = 0;
+    expect_all(k.each([&](int r) { return zap_reduce(k.c[r], &x, &y, SIZE_MAX / 2, ZAP_DT_INT64, ZAP_OP_SUM, 0); }),
+               ZAP_ERR_INVALID_PARAM);
+    expect_all(k.each([&](int r) { return zap_reduce_scatter_block(k.c[r], &x, &y, SIZE_MAX / 8, ZAP_DT_INT64, ZAP_OP_SUM); }),
+               ZAP_ERR_INVALID_PARAM);
+    expect_all(k.each([&](int r) { return zap_alltoall(k.c[r], &x, SIZE_MAX / 16, &y, ZAP_DT_INT64); }),
+               ZAP_ERR_INVALID_PARAM);
+    expect_all(k.each([&](int r) { return zap_gather(k.c[r], &x, SIZE_MAX / 2, &y, ZAP_DT_INT64, 0); }),
+               ZAP_ERR_INVALID_PARAM);
+    expect_all(k.each([&](int r) { return zap_exscan(k.c[r], &x, &y, SIZE_MAX / 2, ZAP_DT_INT64, ZAP_OP_SUM); }),
+               ZAP_ERR_INVALID_PARAM);
+    k.expect_intact();
+}
+
+void noop_op(const void *, void *, size_t, void *) {}
+
+TEST(BadColl, UserOpCreateRefusesNullAndADestroyedOpIsInvalidParam)
+{
+    LogCapture log;
+    zap_op_t op = ZAP_OP_SUM;
+    EXPECT_EQ(zap_op_create(nullptr, 1, nullptr, &op), ZAP_ERR_INVALID_PARAM);
+    EXPECT_EQ(zap_op_create(noop_op, 1, nullptr, nullptr), ZAP_ERR_INVALID_PARAM);
+    EXPECT_EQ(op, ZAP_OP_SUM); // untouched
+    zap_op_t live = ZAP_OP_SUM, gone = ZAP_OP_SUM;
+    ASSERT_EQ(zap_op_create(noop_op, 1, nullptr, &live), ZAP_OK);
+    ASSERT_EQ(zap_op_create(noop_op, 1, nullptr, &gone), ZAP_OK);
+    zap_op_destroy(gone);
+    Ranks k;
+    int64_t x[4] = {0}, y[4];
+    expect_all(k.each([&](int r) { return zap_allreduce(k.c[r], x, y, 4, ZAP_DT_INT64, gone); }), ZAP_ERR_INVALID_PARAM);
+    EXPECT_TRUE(log.contains("does not exist"));
+    zap_op_destroy(live);
+    k.expect_intact();
+}
+
+TEST(BadColl, UnknownNewCollectiveAlgorithmsAreInvalidParam)
+{
+    LogCapture log;
+    RankWorld w(1, false);
+    const char *zap_comm_params_t::*fields[] = {&zap_comm_params_t::reduce_alg,   &zap_comm_params_t::reduce_scatter_alg,
+                                                &zap_comm_params_t::gather_alg,   &zap_comm_params_t::alltoall_alg,
+                                                &zap_comm_params_t::scan_alg,     &zap_comm_params_t::exscan_alg};
+    for (auto f : fields) {
+        zap_comm_params_t p{};
+        p.*f = "fastest";
+        zap_comm_t *c = nullptr;
+        EXPECT_EQ(zap_comm_create_ex(w.t[0], &p, &c), ZAP_ERR_INVALID_PARAM);
+        EXPECT_EQ(c, nullptr);
+    }
+    EXPECT_TRUE(log.contains("unknown reduce algorithm 'fastest'"));
+    EXPECT_TRUE(log.contains("unknown exscan algorithm 'fastest'"));
+}

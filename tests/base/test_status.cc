@@ -8,7 +8,7 @@ extern "C" {
 TEST(Status, EveryCodeHasItsOwnConstantString)
 {
     std::set<std::string> seen;
-    for (int code = ZAP_ERR_CANCELED; code <= ZAP_INPROGRESS; code++) {
+    for (int code = ZAP_ERR_REVOKED; code <= ZAP_INPROGRESS; code++) {
         const char *s = zap_status_string(static_cast<zap_status_t>(code));
         ASSERT_NE(s, nullptr);
         EXPECT_STRNE(s, "unknown status") << "code " << code;
@@ -32,4 +32,5 @@ TEST(Status, ValuesAreStable)
     EXPECT_EQ(ZAP_ERR_TIMED_OUT, -7);
     EXPECT_EQ(ZAP_ERR_PEER_FAILED, -8);
     EXPECT_EQ(ZAP_ERR_CANCELED, -16);
+    EXPECT_EQ(ZAP_ERR_REVOKED, -17);
 }

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <string>
 #include <vector>
 #include "rank_threads.h"
 extern "C" {
@@ -23,6 +24,18 @@ struct Params : zap_comm_params_t {
     Params() : zap_comm_params_t{} {}
     Params &allreduce(const char *a) { allreduce_alg = a; return *this; }
     Params &bcast(const char *a) { bcast_alg = a; return *this; }
+    // The other collectives' forced algorithm by the collective's name
+    // ("reduce", "reduce_scatter", "gather", "alltoall", "scan", "exscan").
+    Params &alg(const std::string &coll, const char *a)
+    {
+        if (coll == "reduce") reduce_alg = a;
+        else if (coll == "reduce_scatter") reduce_scatter_alg = a;
+        else if (coll == "gather") gather_alg = a;
+        else if (coll == "alltoall") alltoall_alg = a;
+        else if (coll == "scan") scan_alg = a;
+        else if (coll == "exscan") exscan_alg = a;
+        return *this;
+    }
     Params &pipeline(uint64_t b) { pipeline_bytes = b; return *this; }
     Params &gpu(zap_comm_gpu_path_t g) { gpu_path = g; return *this; }
     Params &gpu_min(uint64_t b) { gpu_min_bytes = b; return *this; }
@@ -42,11 +55,10 @@ inline bool is_float(zap_dtype_t dt)
     return dt == ZAP_DT_FLOAT16 || dt == ZAP_DT_BFLOAT16 || dt == ZAP_DT_FLOAT32 || dt == ZAP_DT_FLOAT64;
 }
 inline bool is_signed(zap_dtype_t dt) { return dt <= ZAP_DT_INT64; }
-inline size_t dsize(zap_dtype_t dt)
-{
-    static const size_t s[] = {1, 2, 4, 8, 1, 2, 4, 8, 2, 2, 4, 8};
-    return s[dt];
-}
+inline size_t dsize(zap_dtype_t dt) { return zap_dtype_size(dt); }
+// The twelve numeric types and seven ops this harness's reference knows
+// (test_ops.cc has its own for the complex and pair types and the other ops).
+inline bool classic(zap_dtype_t dt, zap_op_t op) { return dt <= ZAP_DT_FLOAT64 && op <= ZAP_OP_BXOR; }
 
 // Exact encodings of small dyadic values (no rounding needed, so a naive
 // encoder is independent of zap's and correct).

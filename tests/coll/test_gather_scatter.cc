@@ -14,12 +14,13 @@ TEST_P(ScatterGather, ScattervDeliversEachRankItsSlice)
     int n = GetParam();
     World w(n);
     for (int root : {0, n - 1}) {
-        std::vector<size_t> counts(n), displs(n);
+        std::vector<size_t> counts(n);
+        std::vector<ptrdiff_t> displs(n);
         size_t total = 0;
         for (int r = 0; r < n; r++) {
             counts[r] = (r % 3 == 1) ? 0 : (size_t)(r * 37 + 5); // some ranks get nothing
-            displs[r] = total + 2;                               // gaps between slices
-            total = displs[r] + counts[r];
+            displs[r] = (ptrdiff_t)total + 2;                    // gaps between slices
+            total = (size_t)displs[r] + counts[r];
         }
         std::vector<int32_t> send(total);
         for (size_t i = 0; i < total; i++)
@@ -61,11 +62,12 @@ TEST_P(ScatterGather, AllgathervPlacesEveryBlockOnEveryRank)
 {
     int n = GetParam();
     World w(n);
-    std::vector<size_t> counts(n), displs(n);
+    std::vector<size_t> counts(n);
+    std::vector<ptrdiff_t> displs(n);
     size_t total = 0;
     for (int r = 0; r < n; r++) {
         counts[r] = (r % 4 == 2) ? 0 : (size_t)(r * 13 + 1);
-        displs[r] = total;
+        displs[r] = (ptrdiff_t)total;
         total += counts[r];
     }
     for (bool in_place : {false, true}) {
@@ -116,7 +118,8 @@ TEST(Scatterv, TooSmallReceiveIsReportedOnEveryRank)
     LogCapture log;
     const int n = 4;
     World w(n);
-    std::vector<size_t> counts = {4, 4, 9, 4}, displs = {0, 4, 8, 17};
+    std::vector<size_t> counts = {4, 4, 9, 4};
+    std::vector<ptrdiff_t> displs = {0, 4, 8, 17};
     std::vector<int32_t> send(21, 1);
     std::vector<std::vector<int32_t>> recv(n, std::vector<int32_t>(9));
     std::vector<zap_status_t> st(n);
@@ -136,7 +139,8 @@ TEST(Allgatherv, DifferentCountsArraysAreMismatch)
     std::vector<zap_status_t> st(n);
     std::vector<std::vector<uint8_t>> recv(n, std::vector<uint8_t>(64));
     w.run([&](int r) {
-        size_t counts[3] = {2, 2, 2}, displs[3] = {0, 2, 4};
+        size_t counts[3] = {2, 2, 2};
+        ptrdiff_t displs[3] = {0, 2, 4};
         if (r == 1)
             counts[0] = 3, displs[1] = 3, displs[2] = 5; // rank 1 believes rank 0 sends 3
         uint8_t mine[3] = {1, 2, 3};

@@ -9,7 +9,8 @@
 # already left (what the transport's failure notices prevent) fails the
 # trial; STRICT=0 only counts and reports it (docs/faults.md).
 #
-#   kill_trials.sh [TRIALS [SEED]]     default 6 trials, seed 1
+#   kill_trials.sh [TRIALS [SEED [LAYOUT]]]   default 6 trials, seed 1;
+#                                             LAYOUT as KILL_LAYOUT below
 #
 # Trials cycle allreduce, bcast, zap-verify (KINDS overrides), on 3 or 4 hosts; the kill
 # point comes from SEED + trial. One line per trial, then a summary with the
@@ -24,12 +25,20 @@
 # within which a zap-verify victim is killed: with a large batch and a late
 # window (say VERIFY_ITEMS=400000 KILL_WINDOW="9 12") the kill lands while
 # the ranks verify; the line then says "during verification" when a rank
-# stopped its verifier for it (the job's peer watch, core/verify/job_watch.c).
+# stopped its verifier for it (the job's peer watch, core/verify/watch.c).
 #
 # ALLREDUCE_ALG sets ZAP_ALLREDUCE_ALG for the allreduce trials: with
 # ALLREDUCE_ALG=cma the trials whose hosts share /dev/shm run the single-copy
 # allreduce (the others have no segment and take recursive doubling), and
 # their lines say "single-copy".
+#
+# KILL_LAYOUT (netns.sh's ns_place: 2x2, 2x3, 1+3, ...) puts several ranks on
+# each host, each host with its own /dev/shm, so the collectives run through
+# the hosts' hierarchy (docs/collectives.md, "Across hosts"): every trial
+# then uses that layout, the victim is a host's leader (its local rank 0) or
+# not, as its line says, and allreduce and bcast trials alternate a small
+# count (the hierarchical agreement) with a large one (the pipelined stages
+# on the node's and the leaders' communicators).
 #
 # zap-fault-rank prints each survivor's error time itself; zap-verify does
 # not, so its output is time-stamped line by line as it arrives (bash's
@@ -39,11 +48,30 @@
 set -u
 TRIALS=${1:-6}
 SEED=${2:-1}
+[ -n "${3:-}" ] && KILL_LAYOUT=$3
 export ZAP_TIMEOUT=${ZAP_TIMEOUT:-5}
 NETNS_LIB=1 source "$(dirname "${BASH_SOURCE[0]}")/netns.sh"
 trap ns_cleanup EXIT
 : "${FAULT_RANK:?FAULT_RANK must name the zap-fault-rank binary}"
-ns_setup 4 || exit $?
+RECOVERY=(--enable-recovery --mca orte_allowed_exit_without_sync 1)
+WRAP=()
+if [ -n "${KILL_LAYOUT:-}" ]; then
+    ns_place "$KILL_LAYOUT" || exit 2
+    ns_setup $NS_NHOSTS || exit $?
+    export NS_UCX_TLS=self,sm,tcp NS_BTL=self,vader,tcp
+    # With several ranks under one Open MPI daemon, a rank killed there and
+    # the others exiting with an error afterwards leave mpirun 4.1 waiting
+    # forever under --enable-recovery, unless a non-zero exit is not a
+    # reason to abort the job (it is not one here: every survivor reports),
+    # and the killed process is not the one the daemon started: each rank
+    # runs under a shell that waits for it (WRAP) and then exits with its
+    # status, as a normal exit. (mpirun 4.1 still hung now and then when a
+    # rank the daemon started itself was killed.)
+    RECOVERY+=(--mca orte_abort_on_non_zero_status 0)
+    WRAP=(sh -c '"$@"; exit $?' sh)
+else
+    ns_setup 4 || exit $?
+fi
 NS_RUN_TIMEOUT=$(awk "BEGIN{print int($ZAP_TIMEOUT) + 40}")
 LIMIT=$(awk "BEGIN{print $ZAP_TIMEOUT + 1}")
 
@@ -67,6 +95,7 @@ rank_pid() {
 for ((t = 0; t < TRIALS; t++)); do
     s=$((SEED + t))
     np=$((3 + s % 2))
+    [ -n "${KILL_LAYOUT:-}" ] && np=$NS_NP
     victim=$((s * 7919 % np))
     kinds=(${KINDS:-allreduce bcast verify})
     kind=${kinds[$((t % ${#kinds[@]}))]}
@@ -77,11 +106,12 @@ for ((t = 0; t < TRIALS; t++)); do
     # netns.sh), so zap's collectives go through the shared-memory segment
     # and a death is seen there; otherwise every message crosses the links.
     export NS_SHARED_SHM=$(((s / 2) % 2))
+    [ -n "${KILL_LAYOUT:-}" ] && NS_SHARED_SHM=0
     if [ $kind = verify ]; then
         : "${FAULTS_VERIFY_BIN:?FAULTS_VERIFY_BIN must name zap-verify}"
         (set -o pipefail
-         ns_mpirun $np --enable-recovery --mca orte_allowed_exit_without_sync 1 -x ZAP_VERIFY_THREADS=1 -- \
-            "$FAULTS_VERIFY_BIN" run --gen "${VERIFY_ITEMS:-60000}" --invalid-fraction 0.05 --seed $s --quiet 2>&1 |
+         ns_mpirun $np "${RECOVERY[@]}" -x ZAP_VERIFY_THREADS=1 -- \
+            "${WRAP[@]}" "$FAULTS_VERIFY_BIN" run --gen "${VERIFY_ITEMS:-60000}" --invalid-fraction 0.05 --seed $s --quiet 2>&1 |
             while IFS= read -r line; do printf '%s %s\n' "$EPOCHREALTIME" "$line"; done > "$log") &
         job=$!
         # Kill at a seeded point of KILL_WINDOW (1.0 to 3.0 s) after the ranks exist.
@@ -98,10 +128,11 @@ for ((t = 0; t < TRIALS; t++)); do
         # area (both only where the hosts share /dev/shm; elsewhere over the
         # links).
         count=$((s % 2 ? 4 : 4096))
+        [ -n "${KILL_LAYOUT:-}" ] && count=$((s % 2 ? 4 : 200000))
         alg=()
         [ $kind = allreduce ] && [ -n "${ALLREDUCE_ALG:-}" ] && alg=(-x ZAP_ALLREDUCE_ALG="$ALLREDUCE_ALG")
-        ns_mpirun $np --enable-recovery --mca orte_allowed_exit_without_sync 1 "${alg[@]}" -- \
-            "$FAULT_RANK" --op $kind --iters 40 --count $count --kill-rank $victim --seed $s --kill-file "$kf" > "$log" 2>&1
+        ns_mpirun $np "${RECOVERY[@]}" "${alg[@]}" -- \
+            "${WRAP[@]}" "$FAULT_RANK" --op $kind --iters 40 --count $count --kill-rank $victim --seed $s --kill-file "$kf" > "$log" 2>&1
         rc=$?
     fi
     end=$(now)
@@ -119,6 +150,12 @@ for ((t = 0; t < TRIALS; t++)); do
         kt=$(cat "$kf")
         jobend=$(awk "BEGIN{printf \"%.2f\", $end - $kt}")
         detail="killed rank $victim of $np; job ended ${jobend}s after the kill"
+        if [ -n "${KILL_LAYOUT:-}" ]; then
+            vh=${NS_PLACE[$victim]} role=leader
+            for ((q = 0; q < victim; q++)); do [ "${NS_PLACE[$q]}" = "$vh" ] && role=non-leader; done
+            detail="$detail; $KILL_LAYOUT, the victim a $role on host $vh"
+            [ $kind = verify ] || detail="$detail, count $count"
+        fi
         tworst=0
         if [ $kind = verify ] && grep -q "while the root loaded the batch\|to load the batch:" "$log"; then
             detail="$detail; during load"

@@ -46,7 +46,7 @@ static void print_markdown(void)
 #ifdef ZAP_INFO_HAVE_COLL
 /* Predicate names of the selection table (ZAP_COLL_PRED_*), in bit order. */
 static const char *const pred_names[] = {"same_host", "fits_shm", "single_copy", "oversubscribed",
-                                         "flat", "gpu_path", "host_memory", "gpu_memory"};
+                                         "flat", "gpu_path", "host_memory", "gpu_memory", "commutative"};
 
 static void print_preds(char sign, unsigned preds, char *out, size_t cap)
 {
@@ -75,7 +75,7 @@ static void print_bytes(size_t v, char *out, size_t cap)
 static void print_selection(void)
 {
     size_t n = zap_coll_selection_table(NULL, 0);
-    zap_coll_selection_row_t rows[64];
+    zap_coll_selection_row_t rows[128];
     if (n > sizeof(rows) / sizeof(rows[0]))
         n = sizeof(rows) / sizeof(rows[0]);
     zap_coll_selection_table(rows, n);

@@ -84,8 +84,11 @@ static void *inproc_rank(void *arg)
     zap_transport_t *t;
     if (zap_inproc_transport(a->world, a->rank, &t) != ZAP_OK)
         a->c->exit_code[a->rank] = ZV_EXIT_ERROR;
-    else
-        a->c->exit_code[a->rank] = zv_rank_main(a->c, t);
+    else if ((a->c->exit_code[a->rank] = zv_rank_main(a->c, t)) == ZV_EXIT_ERROR)
+        /* A rank that gave up (e.g. its communicator could not be made)
+         * leaves: its peers' waits on it fail ("peer closed") instead of
+         * waiting for it forever, as there is no deadline by default. */
+        zap_transport_close(t);
     return NULL;
 }
 

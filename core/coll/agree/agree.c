@@ -5,6 +5,7 @@
 #include "coll/comm_impl.h"
 #include "coll/engine/mem.h"
 #include "coll/engine/op.h"
+#include "coll/reduce/reduce.h"
 #include "base/log.h"
 #include <stddef.h>
 #include <string.h>
@@ -20,13 +21,14 @@ void zap_coll_agree_header(zap_coll_op_t *op, size_t count, zap_dtype_t dt, zap_
     uint64_t lanes = ((uint64_t)op->kind & 0xff) << (8 * ZAP_COLL_LANE_KIND) |
                      ((uint64_t)op->alg & 0xff) << (8 * ZAP_COLL_LANE_ALG) |
                      ((uint64_t)dt & 0xff) << (8 * ZAP_COLL_LANE_DTYPE) |
-                     ((uint64_t)zop & 0xff) << (8 * ZAP_COLL_LANE_OP) |
-                     (uint64_t)(bad ? 1 : 0) << (8 * ZAP_COLL_LANE_BAD);
+                     (uint64_t)zap_op_lane(zop) << (8 * ZAP_COLL_LANE_OP);
     zap_coll_hdr_t *h = &op->hdr_own;
     h->min[ZAP_HDR_COUNT] = h->max[ZAP_HDR_COUNT] = count;
     h->min[ZAP_HDR_ROOT] = h->max[ZAP_HDR_ROOT] = (uint64_t)(int64_t)root;
     h->min[ZAP_HDR_EXTRA] = h->max[ZAP_HDR_EXTRA] = extra;
     h->min[ZAP_HDR_LANES] = h->max[ZAP_HDR_LANES] = lanes;
+    if (bad)
+        zap_coll_agree_mark_bad_own(h, op->comm->rank);
 }
 
 void zap_coll_agree_set_alg(zap_coll_op_t *op, int alg)
@@ -76,14 +78,15 @@ static zap_status_t setup(zap_coll_op_t *op, zap_coll_form_t form, int phase, co
     ag->msg_bytes = sizeof(zap_coll_hdr_t) + count * zap_dtype_size(dt);
     ag->expect = ag->msg_bytes;
     /* The receive area starts on a 64-byte boundary (the header holds 64-bit
-     * fields; the payload follows the 64-byte header). Host payloads that fit
-     * use the operation's inline area, GPU-resident ones pool scratch the
-     * reduction kernels can address. */
+     * fields; the payload follows the 64-byte header). Payloads the CPU
+     * combines (any kind but device memory, engine/mem.c) that fit use the
+     * operation's inline area, device ones pool scratch the reduction kernels
+     * can address. */
     size_t stride = (ag->msg_bytes + 63) & ~(size_t)63;
     ag->stride = stride;
     ag->shm = ag->form == ZAP_COLL_FORM_SHM;
     size_t slots = ag->form == ZAP_COLL_FORM_FLAT ? (size_t)op->comm->size : ag->shm ? 1 : 2;
-    bool host = op->mem != ZAP_MEM_DEVICE && op->mem != ZAP_MEM_MANAGED;
+    bool host = op->mem != ZAP_MEM_DEVICE;
     if ((count == 0 || host) && slots * stride <= ZAP_COLL_AGREE_INLINE_BYTES) {
         ag->acc = (zap_coll_hdr_t *)ag->inline_area;
     } else {
@@ -117,6 +120,11 @@ zap_status_t zap_coll_agree_init_bcast(zap_coll_op_t *op, zap_coll_form_t form, 
     return setup(op, form, phase, data, bytes, ZAP_DT_UINT8, ZAP_OP_SUM, root);
 }
 
+zap_status_t zap_coll_agree_init_gather(zap_coll_op_t *op, const void *data, size_t bytes)
+{
+    return setup(op, ZAP_COLL_FORM_SHM, 0, data, bytes, ZAP_DT_UINT8, ZAP_OP_SUM, ZAP_COLL_AGREE_GATHER);
+}
+
 void zap_coll_agree_release(zap_coll_op_t *op)
 {
     if (op->agree.buf.handle != 0)
@@ -130,6 +138,7 @@ zap_status_t zap_coll_agree_progress(zap_coll_op_t *op)
     switch (op->agree.form) {
     case ZAP_COLL_FORM_SHM: return zap_coll_agree_shm_progress(op);
     case ZAP_COLL_FORM_FLAT: return zap_coll_agree_flat_progress(op);
+    case ZAP_COLL_FORM_HIER: return zap_coll_agree_hier_progress(op);
     default: return zap_coll_agree_rd_progress(op);
     }
 }
@@ -163,6 +172,7 @@ zap_status_t zap_coll_agree_combine(zap_coll_op_t *op, bool in_is_lower)
     if (ag->in_st != ZAP_OK || ag->in_len != ag->expect) {
         if (ag->in_st != ZAP_OK && ag->in_st != ZAP_ERR_TRUNCATED)
             return ag->in_st;
+        zap_coll_agree_keep_named(ag->acc, ag->in, ag->in_st == ZAP_OK ? ag->in_len : 0);
         zap_coll_agree_mark_bad(ag->acc);
         return ZAP_OK;
     }
@@ -199,10 +209,20 @@ zap_status_t zap_coll_agree_verdict(zap_coll_op_t *op)
         if (lo != hi)
             return differ(op, lane_names[l], lo, hi);
     }
-    if (lane(h->max[ZAP_HDR_LANES], ZAP_COLL_LANE_BAD) != 0) {
+    uint64_t bad = lane(h->max[ZAP_HDR_LANES], ZAP_COLL_LANE_BAD);
+    if (bad == ZAP_COLL_BAD_UNNAMED || (int)bad - 2 >= op->comm->size) {
         zap_error("coll: rank %d: a rank reported bad collective arguments or received a message of the wrong "
                   "size (communicator %u, sequence %llu)",
                   op->comm->rank, zap_coll_comm_id(op->comm), (unsigned long long)op->seq);
+        return ZAP_ERR_MISMATCH;
+    }
+    if (bad != 0) {
+        /* The rank at fault has logged its own reason; the others name it. */
+        if ((int)bad - 2 != op->comm->rank)
+            zap_error("coll: rank %d: collective failed on every rank: rank %d (transport rank %d) reported bad "
+                      "arguments, its log says which (communicator %u, sequence %llu)",
+                      op->comm->rank, (int)bad - 2, zap_coll_transport_rank(op->comm, (int)bad - 2),
+                      zap_coll_comm_id(op->comm), (unsigned long long)op->seq);
         return ZAP_ERR_MISMATCH;
     }
     return ZAP_OK;

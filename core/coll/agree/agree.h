@@ -40,6 +40,7 @@ typedef struct zap_comm zap_comm_t;
 
 #define ZAP_COLL_AGREE_INLINE_BYTES 4096 /* the exchange's message slots (2, or p when flat) for small host payloads */
 #define ZAP_COLL_FLAT_MAX_RANKS 32       /* the flat form: one slot and two requests per rank */
+#define ZAP_COLL_AGREE_GATHER (-2)       /* zap_coll_agree_t.root of zap_coll_agree_init_gather */
 
 /* Header words, exchanged as min[] and max[]: three whole words and one of
  * 8-bit lanes. 64 bytes in all, so an 8-byte allreduce's message (header and
@@ -73,11 +74,40 @@ typedef struct zap_coll_hdr {
 } zap_coll_hdr_t;
 _Static_assert(sizeof(zap_coll_hdr_t) == 64, "header size is part of the small-message budget");
 
-/* Marks a header bad (this rank's arguments or a received message wrong). */
-static inline void zap_coll_agree_mark_bad(zap_coll_hdr_t *h)
+/* The bad lane names who is at fault, so that every rank's log can say it
+ * (the lane's max over the ranks survives the exchange): 2 + the
+ * communicator rank whose own arguments were wrong, or ZAP_COLL_BAD_UNNAMED
+ * for a message of the wrong size (its origin is not known where it is
+ * seen; a header-only participant's partners see one) and for ranks above
+ * 252. A named rank outranks the unnamed mark. 0: nothing wrong. */
+#define ZAP_COLL_BAD_UNNAMED 1u
+static inline void zap_coll_agree_set_bad(zap_coll_hdr_t *h, uint64_t v)
 {
-    h->min[ZAP_HDR_LANES] |= (uint64_t)1 << (8 * ZAP_COLL_LANE_BAD);
-    h->max[ZAP_HDR_LANES] |= (uint64_t)1 << (8 * ZAP_COLL_LANE_BAD);
+    const int at = 8 * ZAP_COLL_LANE_BAD;
+    for (int i = 0; i < 2; i++) {
+        uint64_t *w = i == 0 ? &h->min[ZAP_HDR_LANES] : &h->max[ZAP_HDR_LANES];
+        if (((*w >> at) & 0xff) < v)
+            *w = (*w & ~((uint64_t)0xff << at)) | v << at;
+    }
+}
+
+/* A message of the wrong size whose header arrived whole (len bytes; a
+ * header-only participant's, typically): the rank it names as at fault is
+ * kept, though nothing else of it is merged. */
+static inline void zap_coll_agree_keep_named(zap_coll_hdr_t *acc, const zap_coll_hdr_t *in, size_t len)
+{
+    if (in != NULL && len >= sizeof(*in))
+        zap_coll_agree_set_bad(acc, (in->max[ZAP_HDR_LANES] >> (8 * ZAP_COLL_LANE_BAD)) & 0xff);
+}
+
+/* Marks a header bad: a received message was wrong. */
+static inline void zap_coll_agree_mark_bad(zap_coll_hdr_t *h) { zap_coll_agree_set_bad(h, ZAP_COLL_BAD_UNNAMED); }
+
+/* Marks this rank's own header bad: its arguments were wrong (comm rank
+ * rank, named in the other ranks' verdicts). */
+static inline void zap_coll_agree_mark_bad_own(zap_coll_hdr_t *h, int rank)
+{
+    zap_coll_agree_set_bad(h, rank >= 0 && rank <= 252 ? (uint64_t)rank + 2 : ZAP_COLL_BAD_UNNAMED);
 }
 
 typedef enum zap_coll_agree_state {
@@ -108,7 +138,8 @@ typedef struct zap_coll_agree {
      * take no pool buffer at all. */
     alignas(64) unsigned char inline_area[ZAP_COLL_AGREE_INLINE_BYTES];
     size_t msg_bytes;
-    int root;    /* broadcast mode: the root (its data travels, nothing is reduced); -1: reduce */
+    int root;    /* broadcast mode: the root (its data travels, nothing is reduced); -1: reduce;
+                    ZAP_COLL_AGREE_GATHER: every rank's data published, nothing combined */
     int root_nr; /* broadcast mode: newrank holding the data after the fold */
     size_t expect; /* length the pending receive must have */
     size_t in_len;
@@ -151,6 +182,15 @@ zap_status_t zap_coll_agree_init(zap_coll_op_t *op, zap_coll_form_t form, int ph
  * log2(p) rounds. Not in the flat form. */
 zap_status_t zap_coll_agree_init_bcast(zap_coll_op_t *op, zap_coll_form_t form, int phase, const void *data,
                                        size_t bytes, int root);
+/* The shared-memory form only: every rank publishes bytes of its own from
+ * data in its slot (at most ZAP_COLL_SHM_PAYLOAD) and nothing is combined;
+ * after ZAP_OK, zap_coll_agree_slot gives rank q's bytes. They stay valid
+ * until this rank's next shared-memory exchange publishes, so the caller
+ * reads them in the progress call that saw the agreement complete (no other
+ * exchange of this rank can publish before). For collectives that read the
+ * other ranks' contributions themselves (gather, alltoall, scan). */
+zap_status_t zap_coll_agree_init_gather(zap_coll_op_t *op, const void *data, size_t bytes);
+const void *zap_coll_agree_slot(const zap_coll_op_t *op, int q);
 /* Advances it: ZAP_INPROGRESS, ZAP_OK (arguments agree), ZAP_ERR_MISMATCH
  * (logged once with the differing field) or a transport error. */
 zap_status_t zap_coll_agree_progress(zap_coll_op_t *op);
@@ -181,4 +221,7 @@ zap_status_t zap_coll_agree_flat_progress(zap_coll_op_t *op);
  * publishes this rank's slot when it may and waits for the others. */
 zap_status_t zap_coll_agree_shm_setup(zap_coll_op_t *op, bool reserved);
 zap_status_t zap_coll_agree_shm_progress(zap_coll_op_t *op);
+/* The hierarchical form (agree_hier.c): up to each host's leader, across the
+ * leaders by recursive doubling over the hosts, down again. */
+zap_status_t zap_coll_agree_hier_progress(zap_coll_op_t *op);
 #endif

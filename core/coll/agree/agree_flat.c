@@ -60,6 +60,7 @@ static zap_status_t combine_all(zap_coll_op_t *op, zap_coll_agree_t *ag, int ran
         if (ag->flat_st[0] != ZAP_OK && ag->flat_st[0] != ZAP_ERR_TRUNCATED)
             return ag->flat_st[0];
         *ag->acc = op->hdr_own;
+        zap_coll_agree_keep_named(ag->acc, slot(ag, 0), ag->flat_st[0] == ZAP_OK ? ag->flat_len[0] : 0);
         zap_coll_agree_mark_bad(ag->acc);
     }
     for (int i = 1; i < p; i++) {

@@ -141,6 +141,7 @@ zap_status_t zap_coll_agree_rd_progress(zap_coll_op_t *op)
             if (ag->newrank < 0 && (ag->in_st != ZAP_OK || ag->in_len != ag->msg_bytes)) {
                 if (ag->in_st != ZAP_OK && ag->in_st != ZAP_ERR_TRUNCATED)
                     return ag->in_st;
+                zap_coll_agree_keep_named(ag->acc, ag->in, ag->in_st == ZAP_OK ? ag->in_len : 0);
                 zap_coll_agree_mark_bad(ag->acc);
             }
             ag->state = ZAP_AGREE_DONE;

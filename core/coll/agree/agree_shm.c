@@ -71,13 +71,18 @@ static void combine_slots(zap_coll_op_t *op, zap_coll_shm_t *s)
         else
             zap_coll_agree_merge(ag->acc, &h);
     }
-    if (ag->count > 0 && hdr_agreed(ag->acc)) {
+    if (ag->count > 0 && ag->root != ZAP_COLL_AGREE_GATHER && hdr_agreed(ag->acc)) {
         size_t bytes = ag->count * zap_dtype_size(ag->dt);
         unsigned char *dst = (unsigned char *)ag->acc + sizeof(zap_coll_hdr_t);
         memcpy(dst, zap_coll_shm_slot(s, ag->shm_seq, ag->root >= 0 ? ag->root : 0)->payload, bytes);
         for (int q = 1; ag->root < 0 && q < s->size; q++)
             zap_reduce_cpu(ag->dt, ag->op, dst, dst, zap_coll_shm_slot(s, ag->shm_seq, q)->payload, ag->count);
     }
+}
+
+const void *zap_coll_agree_slot(const zap_coll_op_t *op, int q)
+{
+    return zap_coll_shm_slot(op->comm->shm, op->agree.shm_seq, q)->payload;
 }
 
 zap_status_t zap_coll_agree_shm_progress(zap_coll_op_t *op)

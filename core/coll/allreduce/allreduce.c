@@ -5,15 +5,21 @@
  *   rd            recursive doubling, header carried in the data. Small vectors.
  *   rabenseifner  recursive-halving reduce-scatter + recursive-doubling
  *                 allgather. Medium and large vectors.
- *   ring          ring reduce-scatter + ring allgather, pipelined. Large vectors.
+ *   ring          ring reduce-scatter + ring allgather, pipelined. Large vectors
+ *                 (commutative ops: it combines starting at each block's rank).
  *   direct        one round, every rank's vector to every other, reduced in
  *                 rank order (the flat agreement's payload). Only when forced.
  *   shm           one shared-memory slot per rank up to 4032 bytes, the
  *                 segment's large area beyond. Ranks on one host.
  *   cma           single copy: each rank reduces its block reading the
  *                 others' buffers directly. Large host vectors, one host.
- *   gpu           the GPU-resident path (coll/gpu): peer copies between the
- *                 GPUs' staging slots. Managed or device buffers, one host.
+ *   hier          through the hosts' hierarchy: small vectors in the
+ *                 hierarchical agreement, larger ones node allreduce,
+ *                 leaders' allreduce of slices, node allgather, pipelined.
+ *                 Ranks on several hosts.
+ *   gpu           the GPU-resident path (coll/gpu): kernels that read and
+ *                 write the peers' GPU memory. Managed or device buffers, one
+ *                 host, every size.
  *
  * The rows below are the automatic choice (docs/collectives.md,
  * "Selection", says why each bound is where it is); ZAP_ALLREDUCE_ALG or
@@ -43,7 +49,7 @@ static const zap_coll_alg_t algs[ZAP_AR_NALGS] = {
                              .description = "recursive halving reduce-scatter + recursive doubling allgather",
                              .init = zap_allreduce_rabenseifner_init, .by_name = true},
     [ZAP_AR_RING] = {.name = "ring", .description = "ring reduce-scatter + ring allgather, pipelined",
-                     .init = zap_allreduce_ring_init, .by_name = true},
+                     .init = zap_allreduce_ring_init, .require = ZAP_COLL_PRED_COMMUTATIVE, .by_name = true},
     [ZAP_AR_DIRECT] = {.name = "direct",
                        .description = "one round: every rank sends its vector to every other, reduced in rank order",
                        .init = zap_allreduce_direct_init, .require = ZAP_COLL_PRED_FLAT,
@@ -57,14 +63,23 @@ static const zap_coll_alg_t algs[ZAP_AR_NALGS] = {
                     .init = zap_allreduce_cma_init,
                     .require = ZAP_COLL_PRED_SAME_HOST | ZAP_COLL_PRED_SINGLE_COPY | ZAP_COLL_PRED_HOST_MEMORY,
                     .vote_lane = ZAP_COLL_LANE_VOTE_HOST, .vote = zap_allreduce_cma_vote, .by_name = true},
-    [ZAP_AR_GPU] = {.name = "gpu", .description = "peer copies between the GPUs' staging slots (CUDA IPC)",
+    [ZAP_AR_HIER] = {.name = "hier",
+                     .description = "through the hosts' hierarchy: up to each host's leader, across the hosts, down",
+                     .init = zap_allreduce_hier_init, .require = ZAP_COLL_PRED_HOSTS | ZAP_COLL_PRED_COMMUTATIVE,
+                     .agrees_in_data = ZAP_AR_HIER_SMALL_BYTES, .by_name = true},
+    [ZAP_AR_GPU] = {.name = "gpu",
+                    .description = "kernels reading and writing the peers' GPU memory (one-shot; reduce-scatter + "
+                                   "allgather from 1 MiB)",
                     .init = zap_gpu_allreduce_init, .require = ZAP_COLL_PRED_GPU_PATH | ZAP_COLL_PRED_GPU_MEMORY,
-                    .vote_lane = ZAP_COLL_LANE_VOTE_GPU, .vote = zap_gpu_vote, .local = true},
+                    .vote_lane = ZAP_COLL_LANE_VOTE_GPU, .vote = zap_gpu_vote, .local = true, .gpu_buffers = true},
 };
 
 /* Every row that holds is a candidate, in this order. */
 static const zap_coll_row_t rows[] = {
-    {ZAP_AR_GPU, 2, 8, ALL_BYTES, 0, 0, "GPU-resident buffers on one host: GPU to GPU, not through host memory"},
+    {ZAP_AR_HIER, 3, INT32_MAX, ALL_BYTES, 0, 0,
+     "ranks on several hosts: each host's ranks meet in shared memory, one stream per slice crosses the network"},
+    {ZAP_AR_GPU, 2, 8, ALL_BYTES, 0, ZAP_COLL_PRED_HOSTS,
+     "GPU-resident buffers on one host: GPU to GPU over peer mappings, every size"},
     {ZAP_AR_CMA, SHM_RANKS, KiB(256), SIZE_MAX, 0, ZAP_COLL_PRED_OVERSUBSCRIBED,
      "large host vectors on one host: one copy per byte, no staging area"},
     {ZAP_AR_CMA, SHM_RANKS, ALL_BYTES, ZAP_COLL_PRED_OVERSUBSCRIBED, ZAP_COLL_PRED_FITS_SHM,
@@ -76,6 +91,8 @@ static const zap_coll_row_t rows[] = {
     {ZAP_AR_RD, 3, INT32_MAX, 0, KiB(8), 0, 0, "fewest rounds; past 8 KiB the message leaves UCX's eager path"},
     {ZAP_AR_RABENSEIFNER, 3, INT32_MAX, KiB(8), KiB(512), 0, 0, "2 log2(p) rounds, 2 (p-1)/p n bytes"},
     {ZAP_AR_RING, 3, INT32_MAX, KiB(512), SIZE_MAX, 0, 0, "bandwidth-optimal, pipelined in segments"},
+    {ZAP_AR_RABENSEIFNER, 3, INT32_MAX, KiB(512), SIZE_MAX, 0, 0,
+     "a non-commutative op: the ring combines out of rank order, Rabenseifner in it"},
 };
 
 /* In the shared segment under the automatic choice and when shm or cma is
@@ -109,15 +126,9 @@ static zap_status_t check(const zap_comm_t *comm, const void *sendbuf, const voi
                           zap_dtype_t dt, zap_op_t zop)
 {
     size_t esize = zap_dtype_size(dt);
-    if (esize == 0 || (unsigned)zop >= ZAP_OP_COUNT) {
-        zap_error("coll: rank %d: allreduce: invalid datatype %d or op %d", comm->rank, (int)dt, (int)zop);
-        return ZAP_ERR_INVALID_PARAM;
-    }
-    if (!zap_reduce_supported(dt, zop)) {
-        zap_error("coll: rank %d: allreduce: op %d is not defined on datatype %d (bitwise ops need integers)",
-                  comm->rank, (int)zop, (int)dt);
-        return ZAP_ERR_UNSUPPORTED;
-    }
+    zap_status_t st = zap_reduce_check(comm->rank, "allreduce", dt, zop, ZAP_MEM_HOST);
+    if (st != ZAP_OK)
+        return st;
     if (count > 0 && (recvbuf == NULL || sendbuf == NULL)) {
         zap_error("coll: rank %d: allreduce: NULL buffer with count %zu", comm->rank, count);
         return ZAP_ERR_INVALID_PARAM;
@@ -138,9 +149,15 @@ zap_status_t zap_iallreduce(zap_comm_t *comm, const void *sendbuf, void *recvbuf
     zap_coll_args_t a = {.src = sendbuf == ZAP_IN_PLACE ? recvbuf : sendbuf, .dst = recvbuf, .count = count,
                          .dt = dt, .op = zop, .root = -1, .hdr_count = count, .mem = ZAP_MEM_HOST};
     if (local == ZAP_OK) {
+        a.call_flags = zap_coll_call_flags(dt, zop);
         a.bytes = count * zap_dtype_size(dt);
-        a.mem = zap_coll_mem_kind(comm, recvbuf, a.bytes);
+        a.dst_mem = zap_coll_mem_kind(comm, recvbuf, a.bytes);
+        a.src_mem = a.src == recvbuf ? a.dst_mem : zap_coll_mem_kind(comm, a.src, a.bytes);
+        a.mem = zap_coll_mem_kind_of(a.src_mem, a.dst_mem);
+        if (a.mem == ZAP_MEM_DEVICE) /* an op without a GPU kernel cannot run there */
+            local = zap_reduce_check(comm->rank, "allreduce", dt, zop, a.mem);
     }
+    a.empty = count == 0;
     return zap_coll_post(comm, &zap_allreduce_desc, &a, local, req_p);
 }
 

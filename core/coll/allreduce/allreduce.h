@@ -6,7 +6,21 @@
 #include "coll/engine/op.h"
 
 /* Indices in the table, in ZAP_ALLREDUCE_ALG's order after "auto". */
-enum { ZAP_AR_RD, ZAP_AR_RABENSEIFNER, ZAP_AR_RING, ZAP_AR_DIRECT, ZAP_AR_SHM, ZAP_AR_CMA, ZAP_AR_GPU, ZAP_AR_NALGS };
+enum {
+    ZAP_AR_RD,
+    ZAP_AR_RABENSEIFNER,
+    ZAP_AR_RING,
+    ZAP_AR_DIRECT,
+    ZAP_AR_SHM,
+    ZAP_AR_CMA,
+    ZAP_AR_HIER,
+    ZAP_AR_GPU,
+    ZAP_AR_NALGS
+};
+
+/* The hierarchical allreduce carries vectors up to this size in its
+ * agreement (past it, UCX's eager limit puts every hop on a rendezvous). */
+#define ZAP_AR_HIER_SMALL_BYTES ((size_t)8 << 10)
 
 zap_status_t zap_allreduce_rd_init(zap_coll_op_t *op);           /* allreduce_rd.c */
 zap_status_t zap_allreduce_rabenseifner_init(zap_coll_op_t *op); /* allreduce_rabenseifner.c */
@@ -15,6 +29,7 @@ zap_status_t zap_allreduce_direct_init(zap_coll_op_t *op);       /* allreduce_di
 zap_status_t zap_allreduce_shm_init(zap_coll_op_t *op);          /* allreduce_shm.c, allreduce_shm_large.c */
 zap_status_t zap_allreduce_shm_large_init(zap_coll_op_t *op);
 zap_status_t zap_allreduce_cma_init(zap_coll_op_t *op);          /* allreduce_cma.c */
+zap_status_t zap_allreduce_hier_init(zap_coll_op_t *op);         /* allreduce_hier.c: ranks on several hosts */
 /* The single-copy allreduce's vote: this rank's buffers are host memory. */
 bool zap_allreduce_cma_vote(const zap_coll_op_t *op);
 #endif

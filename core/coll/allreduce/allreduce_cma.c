@@ -45,17 +45,14 @@
  * (GPU memory cannot be read this way): where any rank votes no, every rank
  * takes the next candidate (the large shared-memory form if the vector fits
  * its area, else the transport algorithm of the table). */
-#define _GNU_SOURCE
 #include "coll/allreduce/allreduce.h"
 #include "coll/engine/mem.h"
 #include "coll/engine/select.h"
 #include "coll/reduce/reduce.h"
 #include "coll/shm/shm.h"
 #include "base/log.h"
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
 
 /* The operands of one chunk (p of them) must stay in cache. */
 #define CMA_SCRATCH_MAX ((size_t)1 << 20)
@@ -85,38 +82,6 @@ bool zap_allreduce_cma_vote(const zap_coll_op_t *op)
     return op->mem == ZAP_MEM_HOST && zap_coll_mem_kind(op->comm, a->src, a->bytes) == ZAP_MEM_HOST;
 }
 
-/* Reads bytes at rank q's address from into to; a short read is retried
- * (the kernel moves at most about 2 GiB per call). */
-static zap_status_t read_peer(const zap_coll_op_t *op, int q, void *to, uint64_t from, size_t bytes)
-{
-    const zap_coll_shm_t *s = op->comm->shm;
-    while (bytes > 0) {
-        struct iovec local = {to, bytes}, remote = {(void *)(uintptr_t)from, bytes};
-        ssize_t n = process_vm_readv(s->pids[q], &local, 1, &remote, 1, 0);
-        if (n > 0) {
-            to = (unsigned char *)to + n;
-            from += (uint64_t)n;
-            bytes -= (size_t)n;
-            continue;
-        }
-        int err = n < 0 ? errno : EFAULT;
-        int tr = zap_coll_transport_rank(op->comm, q);
-        if (err == ESRCH) {
-            zap_error("coll: rank %d: peer rank %d (pid %d) failed: its process is gone (single-copy allreduce on "
-                      "communicator %u, sequence %llu)",
-                      op->comm->rank, tr, (int)s->pids[q], zap_coll_comm_id(op->comm), (unsigned long long)op->seq);
-            return ZAP_ERR_PEER_FAILED;
-        }
-        zap_error("coll: rank %d: single-copy allreduce on communicator %u (sequence %llu): reading %zu bytes at "
-                  "0x%llx of rank %d (pid %d) failed: %s; that rank's buffer is shorter than the agreed count, "
-                  "not host memory, or no longer valid",
-                  op->comm->rank, zap_coll_comm_id(op->comm), (unsigned long long)op->seq, bytes,
-                  (unsigned long long)from, tr, (int)s->pids[q], strerror(err));
-        return ZAP_ERR_TRANSPORT;
-    }
-    return ZAP_OK;
-}
-
 /* Scratch for one chunk of every rank's operand; the chunk shrinks so that
  * p of them fit CMA_SCRATCH_MAX. */
 static zap_status_t scratch_for(zap_coll_shm_t *s, cma_ar_t *a)
@@ -133,17 +98,7 @@ static zap_status_t scratch_for(zap_coll_shm_t *s, cma_ar_t *a)
         zap_error("coll: rank %d: single-copy allreduce: no memory", s->rank);
         return ZAP_ERR_NO_MEMORY;
     }
-    if (need > s->cma_scratch_bytes) {
-        unsigned char *m = aligned_alloc(64, (need + 63) / 64 * 64);
-        if (m == NULL) {
-            zap_error("coll: rank %d: single-copy allreduce: no memory for %zu bytes of scratch", s->rank, need);
-            return ZAP_ERR_NO_MEMORY;
-        }
-        free(s->cma_scratch);
-        s->cma_scratch = m;
-        s->cma_scratch_bytes = need;
-    }
-    return ZAP_OK;
+    return zap_coll_shm_cma_scratch(s, need) != NULL ? ZAP_OK : ZAP_ERR_NO_MEMORY;
 }
 
 /* Step 2: block r of the result, chunk by chunk, into this rank's output. */
@@ -167,7 +122,7 @@ static zap_status_t reduce_own_block(zap_coll_op_t *op, cma_ar_t *a, uint64_t k)
                 operand[q] = a->in_place ? memcpy(slot, a->src + at, bytes) : a->src + at;
                 continue;
             }
-            zap_status_t st = read_peer(op, q, slot, s->ctl[q].src_addr + at, bytes);
+            zap_status_t st = zap_coll_shm_read(op, q, slot, s->ctl[q].src_addr + at, bytes);
             if (st != ZAP_OK)
                 return st;
             operand[q] = slot;
@@ -206,7 +161,7 @@ static zap_status_t pull(zap_coll_op_t *op, cma_ar_t *a, uint64_t k)
                 continue;
             }
             size_t at = (lo + pulled[q]) * a->es;
-            zap_status_t st = read_peer(op, q, a->dst + at, s->ctl[q].dst_addr + at, (upto - lo - pulled[q]) * a->es);
+            zap_status_t st = zap_coll_shm_read(op, q, a->dst + at, s->ctl[q].dst_addr + at, (upto - lo - pulled[q]) * a->es);
             if (st != ZAP_OK)
                 return st;
             pulled[q] = upto - lo;

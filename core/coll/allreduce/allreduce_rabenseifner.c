@@ -56,15 +56,6 @@ _Static_assert(sizeof(rab_t) <= ZAP_COLL_ALG_STATE_BYTES, "state too large");
 
 static size_t disp(const rab_t *s, int i) { return zap_pat_block_disp(s->count, (size_t)s->pof2, (size_t)i); }
 
-/* The step number of mask within its phase's steps, from base. */
-static int step_of(int base, int mask)
-{
-    int step = base;
-    for (int m = mask; m > 1; m >>= 1)
-        step++;
-    return step;
-}
-
 /* A halving step: keep the half of the current range on this side of the
  * partner, send the other half, receive the partner's half of ours. */
 static zap_status_t halve_post(zap_coll_op_t *op, rab_t *s, int p)
@@ -85,7 +76,7 @@ static zap_status_t halve_post(zap_coll_op_t *op, rab_t *s, int p)
         s->recv_off = disp(s, s->recv_idx);
         s->recv_cnt = disp(s, s->last_idx) - s->recv_off;
     }
-    int step = step_of(STEP_HALVE, s->mask);
+    int step = zap_pat_step_of(STEP_HALVE, s->mask);
     zap_status_t st = zap_coll_recv(op, s->partner, PHASE, step, s->tmp + s->recv_off * s->esize,
                                     s->recv_cnt * s->esize, NULL, NULL);
     if (st == ZAP_OK)
@@ -115,7 +106,7 @@ static zap_status_t double_post(zap_coll_op_t *op, rab_t *s, int p)
         s->recv_off = disp(s, s->recv_idx);
         s->recv_cnt = disp(s, s->send_idx) - s->recv_off;
     }
-    int step = step_of(STEP_DOUBLE, s->mask);
+    int step = zap_pat_step_of(STEP_DOUBLE, s->mask);
     zap_status_t st = zap_coll_recv(op, s->partner, PHASE, step, s->buf + s->recv_off * s->esize,
                                     s->recv_cnt * s->esize, NULL, NULL);
     if (st == ZAP_OK)

@@ -14,6 +14,10 @@
  *   shm                through the communicator's shared segment (ranks on
  *                      one host): the root's slot up to 4032 bytes, the large
  *                      area beyond (bcast_shm.c).
+ *   hier               through the hosts' hierarchy (ranks on several
+ *                      hosts): small messages in the hierarchical agreement,
+ *                      larger ones across the hosts once and then inside
+ *                      each host, pipelined in chunks (bcast_hier.c).
  *   gpu                the GPU-resident path (coll/gpu).
  * The rows below are the automatic choice (docs/collectives.md,
  * "Selection"); ZAP_BCAST_ALG or params.bcast_alg force an algorithm. A
@@ -42,13 +46,21 @@ static const zap_coll_alg_t algs[ZAP_BC_NALGS] = {
                     .description = "the root's data through the shared-memory segment, one copy in and one out",
                     .init = zap_bcast_shm_init, .require = ZAP_COLL_PRED_SAME_HOST | ZAP_COLL_PRED_FITS_SHM,
                     .agrees_in_data = ZAP_COLL_SHM_MAX_BYTES, .by_name = true},
-    [ZAP_BC_GPU] = {.name = "gpu", .description = "peer copies from the root's GPU staging slot (CUDA IPC)",
+    [ZAP_BC_HIER] = {.name = "hier",
+                     .description = "through the hosts' hierarchy: across the hosts once, then inside each host",
+                     .init = zap_bcast_hier_init, .require = ZAP_COLL_PRED_HOSTS,
+                     .agrees_in_data = ZAP_BC_HIER_SMALL_BYTES, .by_name = true},
+    [ZAP_BC_GPU] = {.name = "gpu",
+                    .description = "kernels reading the root's GPU memory (through its bank up to 1 MiB)",
                     .init = zap_gpu_bcast_init, .require = ZAP_COLL_PRED_GPU_PATH | ZAP_COLL_PRED_GPU_MEMORY,
-                    .vote_lane = ZAP_COLL_LANE_VOTE_GPU, .vote = zap_gpu_vote, .local = true},
+                    .vote_lane = ZAP_COLL_LANE_VOTE_GPU, .vote = zap_gpu_vote, .local = true, .gpu_buffers = true},
 };
 
 static const zap_coll_row_t rows[] = {
-    {ZAP_BC_GPU, 2, 8, ALL_BYTES, 0, 0, "GPU-resident buffers on one host: GPU to GPU, not through host memory"},
+    {ZAP_BC_HIER, 3, INT32_MAX, ALL_BYTES, 0, 0,
+     "ranks on several hosts: every host receives the data once, its ranks from it in shared memory"},
+    {ZAP_BC_GPU, 2, 8, ALL_BYTES, 0, ZAP_COLL_PRED_HOSTS,
+     "GPU-resident buffers on one host: GPU to GPU over peer mappings, every size"},
     {ZAP_BC_SHM, 2, ZAP_COLL_SHM_MAX_RANKS, ALL_BYTES, 0, 0, "one host: one copy in, one out, no messages"},
     {ZAP_BC_RD, 1, INT32_MAX, 0, (size_t)8 << 10, 0, 0, "the agreement's rounds carry the data"},
     {ZAP_BC_BINOMIAL, 1, 2, ALL_BYTES, 0, 0, "two ranks: one message"},
@@ -97,8 +109,9 @@ zap_status_t zap_ibcast(zap_comm_t *comm, void *buf, size_t count, zap_dtype_t d
                          .mem = ZAP_MEM_HOST};
     if (local == ZAP_OK) {
         a.bytes = count * esize;
-        a.mem = zap_coll_mem_kind(comm, buf, a.bytes);
+        a.mem = a.src_mem = a.dst_mem = zap_coll_mem_kind(comm, buf, a.bytes);
     }
+    a.empty = count == 0;
     return zap_coll_post(comm, &zap_bcast_desc, &a, local, req_p);
 }
 

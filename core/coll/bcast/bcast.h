@@ -6,11 +6,25 @@
 #include "coll/engine/op.h"
 
 /* Indices in the table, in ZAP_BCAST_ALG's order after "auto". */
-enum { ZAP_BC_BINOMIAL, ZAP_BC_SCATTER_ALLGATHER, ZAP_BC_CHAIN, ZAP_BC_RD, ZAP_BC_SHM, ZAP_BC_GPU, ZAP_BC_NALGS };
+enum {
+    ZAP_BC_BINOMIAL,
+    ZAP_BC_SCATTER_ALLGATHER,
+    ZAP_BC_CHAIN,
+    ZAP_BC_RD,
+    ZAP_BC_SHM,
+    ZAP_BC_HIER,
+    ZAP_BC_GPU,
+    ZAP_BC_NALGS
+};
+
+/* The hierarchical broadcast carries messages up to this size in its
+ * agreement. */
+#define ZAP_BC_HIER_SMALL_BYTES ((size_t)8 << 10)
 
 zap_status_t zap_bcast_binomial_init(zap_coll_op_t *op);          /* bcast_binomial.c */
 zap_status_t zap_bcast_scatter_allgather_init(zap_coll_op_t *op); /* bcast_scatter_allgather.c */
 zap_status_t zap_bcast_chain_init(zap_coll_op_t *op);             /* bcast_chain.c */
 zap_status_t zap_bcast_rd_init(zap_coll_op_t *op);                /* bcast_rd.c */
 zap_status_t zap_bcast_shm_init(zap_coll_op_t *op);               /* bcast_shm.c */
+zap_status_t zap_bcast_hier_init(zap_coll_op_t *op);              /* bcast_hier.c: ranks on several hosts */
 #endif

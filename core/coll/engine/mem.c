@@ -1,4 +1,17 @@
-/* Local data work by memory kind (mem.h). */
+/* Local data work by memory kind (mem.h).
+ *
+ * Who touches what: the host algorithms copy and reduce host, pinned and
+ * managed data with the CPU; only device memory (cudaMalloc, not CPU
+ * addressable) goes through cuda/coll's copies and kernels, each a call that
+ * waits for the GPU. Managed memory is CPU addressable, and on the host path
+ * the CPU touches it anyway (the transport reads and writes it with the CPU,
+ * the shared-memory forms copy it into the segment): a CUDA copy or kernel
+ * there adds a GPU round trip to every step, waits for a GPU time slice
+ * where processes share the device (hundreds of microseconds for an 8-byte
+ * call), and moves pages back to the GPU for the transport to fault over
+ * again. Large GPU-resident calls take the GPU-resident path instead
+ * (core/coll/gpu: ZAP_COLL_GPU_PATH, ZAP_COLL_GPU_MIN_BYTES), which moves
+ * them GPU to GPU (docs/collectives.md, "Memory"). */
 #include "coll/engine/mem.h"
 #include "coll/reduce/reduce.h"
 #include "base/log.h"
@@ -32,14 +45,22 @@ static zap_pool_t *coll_host_scratch_pool(void)
     return p;
 }
 
+zap_status_t zap_coll_host_scratch(zap_coll_op_t *op, zap_buf_t *buf, size_t size)
+{
+    zap_pool_t *hp = coll_host_scratch_pool();
+    zap_status_t st = hp != NULL ? zap_pool_alloc(hp, size, buf) : ZAP_ERR_NO_MEMORY;
+    if (st != ZAP_OK)
+        zap_error("coll: rank %d: no host buffer of %zu bytes (%s)", op->comm->rank, size, zap_status_string(st));
+    return st;
+}
+
 zap_status_t zap_coll_scratch(zap_coll_op_t *op, zap_buf_t *buf, size_t size)
 {
     if (size == 0) {
         memset(buf, 0, sizeof(*buf));
         return ZAP_OK;
     }
-    if ((op->mem == ZAP_MEM_HOST || op->mem == ZAP_MEM_PINNED) &&
-        zap_pool_kind(zap_transport_pool(op->comm->t)) == ZAP_MEM_MANAGED) {
+    if (op->mem != ZAP_MEM_DEVICE && zap_pool_kind(zap_transport_pool(op->comm->t)) == ZAP_MEM_MANAGED) {
         zap_pool_t *hp = coll_host_scratch_pool();
         if (hp != NULL && zap_pool_alloc(hp, size, buf) == ZAP_OK)
             return ZAP_OK;
@@ -55,10 +76,8 @@ void zap_coll_copy(const zap_coll_op_t *op, void *dst, const void *src, size_t b
 {
     if (bytes == 0 || dst == src)
         return;
-    if (op->mem == ZAP_MEM_DEVICE || op->mem == ZAP_MEM_MANAGED) {
-        if (zap_cuda_copy(dst, src, bytes) == ZAP_OK)
-            return;
-    }
+    if (op->mem == ZAP_MEM_DEVICE && zap_cuda_copy(dst, src, bytes) == ZAP_OK)
+        return;
     memcpy(dst, src, bytes);
 }
 
@@ -67,10 +86,60 @@ zap_status_t zap_coll_reduce(const zap_coll_op_t *op, zap_dtype_t dt, zap_op_t z
 {
     if (count == 0)
         return ZAP_OK;
-    if (op->mem == ZAP_MEM_DEVICE || op->mem == ZAP_MEM_MANAGED)
+    /* Managed data is reduced by the CPU where it lies (no CUDA call per
+     * step); device data never gets here with an op that has no kernel (the
+     * collectives refuse it: zap_reduce_check). */
+    if (op->mem == ZAP_MEM_DEVICE)
         return zap_cuda_reduce(dt, zop, dst, a, b, count);
     zap_reduce_cpu(dt, zop, dst, a, b, count);
     return ZAP_OK;
+}
+
+zap_mem_kind_t zap_coll_mem_kind_of(zap_mem_kind_t a, zap_mem_kind_t b)
+{
+    if (a == ZAP_MEM_DEVICE || b == ZAP_MEM_DEVICE)
+        return ZAP_MEM_DEVICE;
+    return a == ZAP_MEM_MANAGED || b == ZAP_MEM_MANAGED ? ZAP_MEM_MANAGED : ZAP_MEM_HOST;
+}
+
+/* Device memory under a host algorithm. The call's data is copied into host
+ * scratch once (an allreduce's input; a broadcast's buffer on its root) and
+ * the algorithm runs there as on host memory, in place; the result goes back
+ * when the call completes (zap_coll_host_unstage). Two synchronous copies
+ * per call: this is the fallback, not the GPU path. */
+zap_status_t zap_coll_host_stage(zap_coll_op_t *op)
+{
+    zap_coll_args_t *a = &op->args;
+    if (op->mem != ZAP_MEM_DEVICE || op->stage_user != NULL)
+        return ZAP_OK;
+    if (op->kind != ZAP_COLL_ALLREDUCE && op->kind != ZAP_COLL_BCAST) {
+        zap_error("coll: rank %d: device memory is supported by allreduce and broadcast only", op->comm->rank);
+        return ZAP_ERR_UNSUPPORTED;
+    }
+    size_t bytes = a->bytes;
+    zap_status_t st = zap_coll_host_scratch(op, &op->host_stage, bytes > 0 ? bytes : 1);
+    if (st != ZAP_OK)
+        return st;
+    bool fill = op->kind == ZAP_COLL_ALLREDUCE || op->comm->rank == a->root;
+    const void *from = op->kind == ZAP_COLL_ALLREDUCE ? a->src : a->dst;
+    if (fill && bytes > 0 && (st = zap_cuda_copy(op->host_stage.ptr, from, bytes)) != ZAP_OK) {
+        (void)zap_buf_free(&op->host_stage);
+        return st;
+    }
+    op->stage_user = a->dst;
+    a->src = a->dst = op->host_stage.ptr;
+    a->src_mem = a->dst_mem = ZAP_MEM_HOST;
+    op->mem = ZAP_MEM_HOST;
+    return ZAP_OK;
+}
+
+zap_status_t zap_coll_host_unstage(zap_coll_op_t *op)
+{
+    if (op->stage_user == NULL || op->args.bytes == 0)
+        return ZAP_OK;
+    if (op->kind == ZAP_COLL_BCAST && op->comm->rank == op->args.root)
+        return ZAP_OK; /* the root's buffer is already the result */
+    return zap_cuda_copy(op->stage_user, op->host_stage.ptr, op->args.bytes);
 }
 
 zap_mem_kind_t zap_coll_mem_kind(zap_comm_t *comm, const void *ptr, size_t len)

@@ -1,7 +1,7 @@
 /* Local data work of the collectives, dispatched by memory kind: scratch
- * buffers, copies and reductions (host and pinned data on the CPU, managed
- * and device data through cuda/coll), the kind of a user buffer, and the
- * segment size of pipelined algorithms. */
+ * buffers, copies and reductions (host, pinned and managed data on the CPU,
+ * device data through cuda/coll: mem.c says why), the kind of a user
+ * buffer, and the segment size of pipelined algorithms. */
 #ifndef ZAP_COLL_ENGINE_MEM_H
 #define ZAP_COLL_ENGINE_MEM_H
 #include <stddef.h>
@@ -9,9 +9,23 @@
 #include "coll/engine/op.h"
 
 /* Scratch for op (size 0 gives an empty buffer): a host pool when op's data
- * is host memory and the transport's pool is managed memory, else the
- * transport's pool. Logged on failure. */
+ * is touched by the CPU (any kind but device) and the transport's pool is
+ * managed memory, else the transport's pool. Logged on failure. */
 zap_status_t zap_coll_scratch(zap_coll_op_t *op, zap_buf_t *buf, size_t size);
+/* Host memory whatever op's kind (the GPU path's small messages). Logged on
+ * failure. */
+zap_status_t zap_coll_host_scratch(zap_coll_op_t *op, zap_buf_t *buf, size_t size);
+
+/* Before a candidate that does not run on device buffers itself: when op's
+ * kind is device memory, its data moves into a host copy (op->host_stage)
+ * and op runs there as on host memory; zap_coll_host_unstage copies the
+ * result back into the user's output once op completed. Allreduce and
+ * broadcast only (ZAP_ERR_UNSUPPORTED for the other collectives). */
+zap_status_t zap_coll_host_stage(zap_coll_op_t *op);
+zap_status_t zap_coll_host_unstage(zap_coll_op_t *op);
+/* The kind of a call whose buffers are of kinds a and b: device if either
+ * is, else managed if either is, else host. */
+zap_mem_kind_t zap_coll_mem_kind_of(zap_mem_kind_t a, zap_mem_kind_t b);
 
 /* dst = src (bytes), or dst = a op b (count elements), by op's memory kind.
  * dst may equal src, a or b. */

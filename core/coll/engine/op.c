@@ -1,15 +1,30 @@
 /* Operations (op.h): taking and returning them, the active list and its
- * progress, local failure, and the request calls of collective requests
- * (test, wait, free) with their deadline and the drain of a freed
- * shared-memory operation. */
+ * progress, local failure, revocation, and the request calls of collective
+ * requests (test, wait, free) with their deadline and the drain of a freed
+ * shared-memory operation.
+ *
+ * Revocation (docs/faults.md, "Collective failure"): a rank whose operation
+ * fails for a reason the other ranks do not all see (a dead or missing peer,
+ * a deadline, a transport or local error after the agreement, a cancel)
+ * revokes the communicator from that operation's sequence on: it writes the
+ * segment's revocation word (ranks on one host) and sends a notice to every
+ * other member (zap_transport_notify). A rank fails every operation from
+ * that sequence on that it has not completed: an operation looks for a
+ * revocation when it is started, whenever it is advanced after its first
+ * progress call, and once more just before it completes successfully, so a
+ * rank that learned of the failure before finishing never returns success.
+ * Failures every rank sees in the agreement (mismatch, invalid arguments)
+ * revoke nothing: the communicator goes on. */
 #include "coll/engine/op.h"
 #include "coll/comm_impl.h"
+#include "coll/engine/mem.h"
 #include "coll/engine/select.h"
 #include "coll/engine/step.h"
 #include "coll/shm/shm.h"
 #include "base/log.h"
 #include <math.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,6 +56,7 @@ zap_status_t zap_coll_op_get(zap_comm_t *comm, zap_coll_kind_t kind, zap_coll_op
     op->kind = kind;
     op->status = ZAP_INPROGRESS;
     op->mem = ZAP_MEM_HOST;
+    op->culprit = -1;
     op->req.tag = zap_coll_tag(op, 0, 0);
     *op_p = op;
     return ZAP_OK;
@@ -54,6 +70,9 @@ static void op_release_resources(zap_coll_op_t *op)
         (void)zap_buf_free(&op->scratch);
     if (op->scratch2.handle != 0)
         (void)zap_buf_free(&op->scratch2);
+    if (op->host_stage.handle != 0)
+        (void)zap_buf_free(&op->host_stage);
+    op->stage_user = NULL;
     zap_coll_agree_release(op);
     if (op->release != NULL) {
         op->release(op);
@@ -78,10 +97,160 @@ void zap_coll_op_fail_local(zap_coll_op_t *op, zap_status_t st)
     (void)zap_buf_free(&op->scratch2);
     zap_coll_agree_release(op);
     op->local_error = st;
-    zap_coll_agree_mark_bad(&op->hdr_own);
+    zap_coll_agree_mark_bad_own(&op->hdr_own, op->comm->rank);
     (void)zap_coll_agree_init(op, op->form, 0, NULL, 0, ZAP_DT_UINT8, ZAP_OP_SUM);
     op->agreeing = true;
     op->progress = NULL;
+}
+
+/* --- revocation ------------------------------------------------------------ */
+
+/* Whether transport rank t is a member of c. */
+static bool member(const zap_comm_t *c, int t)
+{
+    if (c->ranks == NULL)
+        return t >= 0 && t < c->size;
+    for (int i = 0; i < c->size; i++)
+        if (c->ranks[i] == t)
+            return true;
+    return false;
+}
+
+/* What a failure blames, for the log. */
+static void describe(char *buf, size_t cap, zap_status_t st, int culprit)
+{
+    if (st == ZAP_ERR_PEER_FAILED && culprit >= 0)
+        snprintf(buf, cap, "peer rank %d failed", culprit);
+    else if (st == ZAP_ERR_TIMED_OUT && culprit >= 0)
+        snprintf(buf, cap, "timed out waiting for transport rank %d", culprit);
+    else if (st == ZAP_ERR_CANCELED)
+        snprintf(buf, cap, "cancelled there before it completed");
+    else
+        snprintf(buf, cap, "%s", zap_status_string(st));
+}
+
+/* Records a revocation of c from seq on (the lowest one wins). by is the
+ * transport rank that failed the operation. Nothing is logged here: only an
+ * operation that fails for it is (revoked_status), so a rank that completed
+ * everything the revocation covers says nothing. */
+static void learn(zap_comm_t *c, uint64_t seq, zap_status_t st, int culprit, int by)
+{
+    if (seq == 0 || (c->revoked_from != 0 && c->revoked_from <= seq))
+        return;
+    c->revoked_from = seq;
+    c->revoke_status = st;
+    c->revoke_culprit = culprit;
+    c->revoke_by = by;
+    c->revoke_logged = false;
+}
+
+/* Reads the notices the transport received since the last look. */
+static void read_notices(zap_comm_t *c)
+{
+    unsigned n = zap_transport_notice_count(c->t);
+    zap_notice_t nt;
+    for (; c->notices_seen < n && zap_transport_notice_get(c->t, c->notices_seen, &nt); c->notices_seen++)
+        if (nt.channel == c->ctx && member(c, nt.from))
+            learn(c, nt.seq, (zap_status_t)nt.status, nt.culprit, nt.from);
+}
+
+static void read_segment(zap_comm_t *c)
+{
+    zap_status_t st = ZAP_ERR_REVOKED;
+    int culprit = -1, by = 0;
+    c->shm_revoke_seen = atomic_load_explicit(c->shm->revoked, memory_order_acquire);
+    uint64_t seq = zap_coll_shm_revocation(c->shm, &st, &culprit, &by);
+    learn(c, seq, st, culprit, zap_coll_transport_rank(c, by));
+}
+
+/* Whether op falls under a revocation of its communicator, reading what
+ * arrived since the last look: one load each for the transport's notices
+ * and the segment's word when nothing did. */
+static inline bool revoked(zap_coll_op_t *op)
+{
+    zap_comm_t *c = op->comm;
+    if (zap_transport_notice_count(c->t) != c->notices_seen)
+        read_notices(c);
+    if (c->shm != NULL && atomic_load_explicit(c->shm->revoked, memory_order_acquire) != c->shm_revoke_seen)
+        read_segment(c);
+    return c->revoked_from != 0 && op->seq >= c->revoked_from;
+}
+
+/* What an operation under another rank's revocation returns: a dead peer
+ * stays ZAP_ERR_PEER_FAILED (the log line of learn names it), anything else
+ * is ZAP_ERR_REVOKED. */
+static zap_status_t revoked_status(const zap_coll_op_t *op)
+{
+    zap_comm_t *c = op->comm;
+    if (c->revoke_by != zap_transport_rank(c->t)) {
+        /* The first operation a revocation fails says why, naming the rank
+         * that failed and what it blamed; later ones (the communicator stays
+         * revoked) only at debug level. */
+        char why[96];
+        describe(why, sizeof(why), c->revoke_status, c->revoke_culprit);
+        if (!c->revoke_logged)
+            zap_error("coll: rank %d: collective (seq %llu, kind %d) failed: communicator %u is revoked from sequence "
+                      "%llu on: transport rank %d failed that operation (%s)",
+                      c->rank, (unsigned long long)op->seq, (int)op->kind, zap_coll_comm_id(c),
+                      (unsigned long long)c->revoked_from, c->revoke_by, why);
+        else
+            zap_debug("coll: rank %d: collective (seq %llu) failed: communicator %u is revoked", c->rank,
+                      (unsigned long long)op->seq, zap_coll_comm_id(c));
+        c->revoke_logged = true;
+    }
+    return c->revoke_status == ZAP_ERR_PEER_FAILED ? ZAP_ERR_PEER_FAILED : ZAP_ERR_REVOKED;
+}
+
+/* Failures the agreement reports on every rank alike: nothing to revoke. */
+static bool uniform(zap_status_t st)
+{
+    return st == ZAP_ERR_MISMATCH || st == ZAP_ERR_INVALID_PARAM || st == ZAP_ERR_UNSUPPORTED ||
+           st == ZAP_ERR_REVOKED;
+}
+
+/* op failed on this rank with st: revoke its communicator from op on for
+ * every member, unless st is one every rank sees or this failure follows a
+ * revocation already known. */
+static void revoke_from(zap_coll_op_t *op, uint64_t seq, zap_status_t st)
+{
+    zap_comm_t *c = op->comm;
+    if (uniform(st) || (c->revoked_from != 0 && c->revoked_from <= seq))
+        return;
+    int me = zap_transport_rank(c->t);
+    learn(c, seq, st, op->culprit, me);
+    if (c->shm != NULL) {
+        zap_coll_shm_revoke(c->shm, seq, st, op->culprit);
+        c->shm_revoke_seen = atomic_load_explicit(c->shm->revoked, memory_order_acquire);
+    }
+    if (c->size < 2 || c->revoke_told)
+        return;
+    c->revoke_told = true;
+    int *peers = malloc(sizeof(int) * (size_t)c->size);
+    zap_notice_t nt = {.seq = seq, .channel = c->ctx, .status = st, .culprit = op->culprit, .from = me};
+    zap_status_t ns = peers != NULL ? ZAP_OK : ZAP_ERR_NO_MEMORY;
+    if (peers != NULL) {
+        for (int i = 0; i < c->size; i++)
+            peers[i] = zap_coll_transport_rank(c, i);
+        ns = zap_transport_notify(c->t, peers, c->size, &nt);
+    }
+    free(peers);
+    if (ns != ZAP_OK && ns != ZAP_ERR_CLOSED)
+        zap_warn("coll: rank %d: could not tell the other ranks of communicator %u that sequence %llu failed (%s); "
+                 "those still in it wait for it",
+                 c->rank, zap_coll_comm_id(c), (unsigned long long)seq, zap_status_string(ns));
+}
+
+static void revoke(zap_coll_op_t *op, zap_status_t st) { revoke_from(op, op->seq, st); }
+
+/* Completes op with st: its transport requests and scratch go now, so a
+ * completed request holds nothing but itself. */
+static void op_complete(zap_coll_op_t *op, zap_status_t st)
+{
+    zap_coll_shm_settle(op);
+    op_release_resources(op);
+    op->status = st;
+    if (!op->background)
+        zap_request_complete(&op->req, st);
 }
 
 /* One progress call on one operation; completes it on anything but
@@ -90,6 +259,11 @@ static void op_advance(zap_coll_op_t *op)
 {
     if (op->status != ZAP_INPROGRESS)
         return;
+    if (op->polled && revoked(op)) {
+        op_complete(op, revoked_status(op));
+        return;
+    }
+    op->polled = true;
     if (op->deferred) {
         zap_comm_t *comm = op->comm;
         if (comm->setup == ZAP_COLL_SETUP_RUNNING || comm->setup == ZAP_COLL_SETUP_NEEDED)
@@ -115,13 +289,14 @@ static void op_advance(zap_coll_op_t *op)
     }
     if (!op->agreeing && st == ZAP_INPROGRESS && op->progress != NULL)
         st = op->progress(op);
+    if (st == ZAP_OK && op->stage_user != NULL)
+        st = zap_coll_host_unstage(op); /* device buffers ran on a host copy: the result goes back */
+    if (st == ZAP_OK && revoked(op)) /* another rank failed it before this one finished */
+        st = revoked_status(op);
     if (st != ZAP_INPROGRESS) {
-        /* Done: give back the transport requests and scratch now, so a
-         * completed request holds nothing but itself. */
-        zap_coll_shm_settle(op);
-        op_release_resources(op);
-        op->status = st;
-        zap_request_complete(&op->req, st);
+        if (st != ZAP_OK)
+            revoke(op, st);
+        op_complete(op, st);
     }
 }
 
@@ -172,7 +347,19 @@ void zap_coll_op_start(zap_coll_op_t *op, zap_request_t **req_p)
     op->active = true;
     if (req_p != NULL)
         *req_p = &op->req;
+    if (revoked(op)) /* posted on a revoked communicator: fails at once, sends nothing */
+        op_complete(op, revoked_status(op));
     comm_progress(comm);
+}
+
+void zap_coll_op_complete_local(zap_coll_op_t *op, zap_status_t local, zap_request_t **req_p)
+{
+    if (req_p != NULL)
+        *req_p = &op->req;
+    /* A revoked communicator fails every call, this one too (one load when
+     * nothing arrived); an argument error stays this rank's alone: nothing
+     * was to move, and the other ranks completed their part without it. */
+    op_complete(op, revoked(op) ? revoked_status(op) : local);
 }
 
 static zap_status_t coll_req_test(zap_request_t *req)
@@ -194,25 +381,39 @@ static zap_request_t *first_pending(zap_coll_op_t *op)
     return NULL;
 }
 
-/* The timeout's log line names the peer the operation was waiting for. */
+/* The deadline passed: the log line names the peer the operation was
+ * waiting for, and the operation fails here and, by its revocation, on
+ * every other rank (docs/faults.md). */
 static zap_status_t timed_out(zap_coll_op_t *op)
 {
     zap_comm_t *comm = op->comm;
     zap_request_t *r = first_pending(op);
     int missing = zap_coll_shm_first_missing(op);
-    if (missing >= 0)
+    if (missing >= 0) {
+        op->culprit = zap_coll_transport_rank(comm, missing);
         zap_error("coll: rank %d: collective (seq %llu, kind %d) timed out on communicator %u waiting for "
                   "transport rank %d to reach it in shared memory",
-                  comm->rank, (unsigned long long)op->seq, (int)op->kind, zap_coll_comm_id(comm),
-                  zap_coll_transport_rank(comm, missing));
-    else if (r != NULL)
+                  comm->rank, (unsigned long long)op->seq, (int)op->kind, zap_coll_comm_id(comm), op->culprit);
+    } else if (r != NULL) {
+        op->culprit = r->peer;
         zap_error("coll: rank %d: collective (seq %llu, kind %d) timed out on communicator %u waiting for %s "
                   "transport rank %d",
                   comm->rank, (unsigned long long)op->seq, (int)op->kind, zap_coll_comm_id(comm),
                   r->kind == ZAP_REQ_SEND ? "a send to" : "a receive from", r->peer);
-    else
+    } else {
         zap_error("coll: rank %d: collective (seq %llu, kind %d) timed out on communicator %u", comm->rank,
                   (unsigned long long)op->seq, (int)op->kind, zap_coll_comm_id(comm));
+    }
+    /* A small call that rides a shared-memory agreement whole has nothing
+     * left to give once its slot is published (its first progress call did
+     * that): the others complete it correctly without this rank, which only
+     * gave up waiting for them. Failing it there too would turn correct
+     * results into errors, so the revocation starts at the next operation
+     * (docs/faults.md, "Collective failure": the one exception). Anywhere
+     * else the others may wait for this rank's messages: it fails for all. */
+    bool whole_in_slots = op->agreeing && op->agree.shm && op->progress == NULL;
+    revoke_from(op, whole_in_slots ? op->seq + 1 : op->seq, ZAP_ERR_TIMED_OUT);
+    op_complete(op, ZAP_ERR_TIMED_OUT);
     return ZAP_ERR_TIMED_OUT;
 }
 
@@ -229,6 +430,10 @@ static double deadline_from_now(const zap_comm_t *comm)
  * them, and reading the clock costs as much as a small message on some
  * machines. */
 #define ZAP_COLL_POLLS_BEFORE_DEADLINE 256
+/* A wait that sleeps (the in-process transport) wakes at least this often
+ * to look for a revocation (a notice also wakes it, but its transport's
+ * wait would sleep on until its own request completes). */
+#define ZAP_COLL_SLEEP_SLICE_S 0.02
 
 /* deadline <= 0: the communicator's timeout from the first poll past the
  * cheap ones. */
@@ -260,9 +465,14 @@ static zap_status_t coll_req_wait(zap_request_t *req, double deadline)
         if (pending != NULL) {
             if (deadline <= 0)
                 deadline = deadline_from_now(comm);
-            zap_status_t st = zap_request_wait_until(pending, deadline);
-            if (st == ZAP_ERR_TIMED_OUT)
-                return st;
+            double slice = zap_clock_now() + ZAP_COLL_SLEEP_SLICE_S;
+            /* The transport's own wait, quietly: the end of a slice is no
+             * timeout, and the deadline's is logged above, naming the rank. */
+            if (pending->transport->ops->wait(pending, slice < deadline ? slice : deadline) == ZAP_ERR_TIMED_OUT &&
+                zap_clock_now() > deadline) {
+                comm_progress(comm);
+                return op->status != ZAP_INPROGRESS ? op->status : timed_out(op);
+            }
         } else {
             (void)zap_transport_progress(comm->t);
             if (++spins > comm->spins_before_yield)
@@ -308,6 +518,10 @@ static void free_op(zap_coll_op_t *op, bool may_drain)
     if (may_drain && op->active && op->status == ZAP_INPROGRESS && !op->timed_out && op->comm->shm != NULL &&
         (op->kind == ZAP_COLL_ALLREDUCE || op->kind == ZAP_COLL_BCAST) && in_shared_memory(op))
         drain(op);
+    /* Cancelled on this rank: the others, which may wait for its messages,
+     * fail it too instead of waiting for ever. */
+    if (op->active && op->status == ZAP_INPROGRESS)
+        revoke(op, ZAP_ERR_CANCELED);
     if (op->active)
         active_remove(op);
     op_put(op);
@@ -337,8 +551,6 @@ zap_status_t zap_coll_wait_free(zap_request_t *req)
     zap_status_t st = ((zap_coll_op_t *)req)->status;
     if (st == ZAP_INPROGRESS)
         st = coll_req_wait(req, 0);
-    if (st == ZAP_ERR_TIMED_OUT)
-        ((zap_coll_op_t *)req)->timed_out = true; /* the wait is over: no second timeout in free */
     coll_req_free(req);
     return st;
 }

@@ -44,12 +44,23 @@ typedef struct zap_coll_args {
     size_t count;     /* allreduce, bcast: elements; scatterv: recvcount; allgatherv: sendcount */
     size_t fixed;     /* scatter (counts NULL): every rank's count */
     size_t bytes;     /* what the selection weighs: count * datatype size */
-    const size_t *counts, *displs; /* v-forms; NULL for the fixed-count forms */
+    const size_t *counts;   /* v-forms; NULL for the fixed-count forms */
+    const ptrdiff_t *displs; /* v-forms: elements, signed */
+    const size_t *rcounts;    /* alltoallv: the receive side's (counts/displs are the send side's) */
+    const ptrdiff_t *rdispls;
     zap_dtype_t dt;
     zap_op_t op;
     int root;         /* -1 when the collective has none */
-    zap_mem_kind_t mem; /* where the output buffer lives (the operation's memory kind) */
+    zap_mem_kind_t mem; /* the operation's memory kind: device if any buffer is, else managed if any is, else host */
+    zap_mem_kind_t src_mem, dst_mem; /* where the input and the output live (the GPU path needs both on a GPU) */
     uint64_t hdr_count, hdr_extra; /* the argument header's count and extra words */
+    /* What the call's op rules out (ZAP_COLL_CALL_*, engine/select.h): set by
+     * the reducing collectives' entries, 0 for the rest. */
+    uint8_t call_flags;
+    /* A zero-count call by MPI's rules (the count every rank must pass alike
+     * is 0): it completes locally, with no agreement and no message
+     * (docs/collectives.md, "Zero counts"). Set by the entries. */
+    bool empty;
 } zap_coll_args_t;
 
 struct zap_coll_op {
@@ -66,7 +77,10 @@ struct zap_coll_op {
     bool agreed;     /* the arguments are agreed: a candidate set up now runs without agreeing */
     bool deferred;   /* posted before its communicator's setup finished: not begun yet */
     bool internal;   /* zap's own (a communicator's setup): freed when it completes */
-    bool timed_out;  /* a blocking wait on it gave up */
+    bool timed_out;  /* given up on (a wait's deadline, an abandoned hierarchical stage): free does not drain it */
+    bool polled;     /* it has had a progress call (later ones look for a revocation first) */
+    bool background; /* a zero-count call: its caller's request completed at once, the agreement runs on */
+    int culprit;     /* the transport rank its failure blames (a dead or missing peer), -1: none */
     zap_status_t status;      /* ZAP_INPROGRESS until complete */
     zap_status_t local_error; /* this rank's own argument error, reported after agreement */
     zap_mem_kind_t mem;       /* where the user buffers live (host, managed, device) */
@@ -78,6 +92,8 @@ struct zap_coll_op {
     int nreqs;
     zap_buf_t scratch;
     zap_buf_t scratch2;
+    zap_buf_t host_stage;     /* device buffers under a host algorithm: the call runs on this host copy */
+    void *stage_user;         /* the user's output buffer the copy goes back to when it completes */
     /* Everything above is cleared when an operation is taken; the request
      * slots below are written when a request is posted (only the first nreqs
      * are ever read), the arguments when the call is posted, so a small
@@ -103,6 +119,11 @@ zap_status_t zap_coll_op_get(zap_comm_t *comm, zap_coll_kind_t kind, zap_coll_op
 /* Makes op active and runs its first progress call; *req_p (optional) is its
  * request. */
 void zap_coll_op_start(zap_coll_op_t *op, zap_request_t **req_p);
+/* Completes op at once with local (ZAP_OK, or this rank's argument error),
+ * or ZAP_ERR_REVOKED/PEER_FAILED when its communicator is revoked: a
+ * zero-count call, which sends nothing. *req_p (optional) is its request,
+ * to be freed as any other. */
+void zap_coll_op_complete_local(zap_coll_op_t *op, zap_status_t local, zap_request_t **req_p);
 /* Blocking helper: start, wait, free; returns the operation's status. */
 zap_status_t zap_coll_op_run(zap_coll_op_t *op);
 /* What the blocking forms do after posting: wait (at most the communicator's

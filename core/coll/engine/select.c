@@ -3,35 +3,51 @@
  * to the next candidate; the public view of the tables. */
 #include "coll/engine/select.h"
 #include "coll/engine/mem.h"
+#include "coll/reduce/reduce.h"
 #include "coll/shm/shm.h"
+#include "coll/hier/hier.h"
 #include "base/log.h"
 #include "cuda_coll.h"
 #include <string.h>
 
-const zap_coll_desc_t *const zap_coll_descs[] = {&zap_allreduce_desc, &zap_bcast_desc, &zap_scatterv_desc,
-                                                 &zap_allgatherv_desc, &zap_barrier_desc};
+const zap_coll_desc_t *const zap_coll_descs[] = {
+    &zap_allreduce_desc, &zap_bcast_desc, &zap_scatterv_desc, &zap_allgatherv_desc, &zap_barrier_desc,
+    &zap_reduce_desc,    &zap_reduce_scatter_desc, &zap_gather_desc, &zap_alltoall_desc, &zap_scan_desc,
+    &zap_exscan_desc};
 const int zap_coll_ndescs = (int)(sizeof(zap_coll_descs) / sizeof(zap_coll_descs[0]));
 
 /* Votes are decided by the agreement, not by the call's predicates. */
 #define VOTED (ZAP_COLL_PRED_HOST_MEMORY | ZAP_COLL_PRED_GPU_MEMORY)
-/* The GPU path moves data between the staging slots of at most this many
- * ranks (two requests per peer in one round). */
-#define GPU_PATH_MAX_RANKS 8
+/* The GPU path moves data between the channels of at most this many ranks. */
+#define GPU_PATH_MAX_RANKS ZAP_GPU_MAX_RANKS
 
-/* Whether this rank wants the GPU path for a call of bytes: the setting
- * allows the size and a device is visible. Local: another rank may say
- * otherwise, and the path's vote settles it. */
-static bool gpu_path_wanted(const zap_comm_t *comm, size_t bytes)
+/* Whether this rank wants the GPU path for a call of bytes on buffers of kind
+ * mem: the setting allows the size, a device is visible, its buffers are
+ * GPU-resident and the communicator's channel has not failed. Local: another
+ * rank may say otherwise, and the path's vote settles it. */
+static bool gpu_path_wanted(const zap_comm_t *comm, size_t bytes, zap_mem_kind_t mem)
 {
     const zap_coll_settings_t *set = &comm->set;
-    if (bytes == 0 || set->gpu_path == ZAP_COLL_GPU_OFF || comm->size < 2 || comm->size > GPU_PATH_MAX_RANKS)
+    if (bytes == 0 || set->gpu_path == ZAP_COLL_GPU_OFF || comm->size < 2 || comm->size > GPU_PATH_MAX_RANKS ||
+        comm->gpu_off || !zap_gpu_can_move(mem))
         return false;
-    return (set->gpu_path == ZAP_COLL_GPU_IPC || bytes >= set->gpu_min_bytes) && zap_stage_device_present();
+    /* Device memory has no cheaper road (the host algorithms would copy it
+     * through host memory); managed memory below gpu_min_bytes is moved by
+     * the CPU where it lies, without a call that waits for the GPU. */
+    return (set->gpu_path == ZAP_COLL_GPU_IPC || mem == ZAP_MEM_DEVICE || bytes >= set->gpu_min_bytes) &&
+           zap_gpu_device_present();
 }
 
-static uint32_t call_predicates(const zap_comm_t *comm, size_t bytes, zap_coll_form_t form)
+uint8_t zap_coll_call_flags(zap_dtype_t dt, zap_op_t op)
 {
-    uint32_t preds = 0;
+    return (uint8_t)((zap_op_commutative(op) ? 0 : ZAP_COLL_CALL_NONCOMMUTATIVE) |
+                     (zap_reduce_gpu_capable(dt, op) && zap_gpu_path_combines(dt, op) ? 0 : ZAP_COLL_CALL_NO_GPU));
+}
+
+static uint32_t call_predicates(const zap_comm_t *comm, size_t bytes, zap_mem_kind_t mem, zap_coll_form_t form,
+                                unsigned call_flags)
+{
+    uint32_t preds = call_flags & ZAP_COLL_CALL_NONCOMMUTATIVE ? 0 : ZAP_COLL_PRED_COMMUTATIVE;
     if (comm->shm != NULL) {
         if (form == ZAP_COLL_FORM_SHM)
             preds |= ZAP_COLL_PRED_SAME_HOST;
@@ -44,7 +60,9 @@ static uint32_t call_predicates(const zap_comm_t *comm, size_t bytes, zap_coll_f
         preds |= ZAP_COLL_PRED_OVERSUBSCRIBED;
     if (form == ZAP_COLL_FORM_FLAT)
         preds |= ZAP_COLL_PRED_FLAT;
-    if (gpu_path_wanted(comm, bytes))
+    if (form == ZAP_COLL_FORM_HIER)
+        preds |= ZAP_COLL_PRED_HOSTS;
+    if (!(call_flags & ZAP_COLL_CALL_NO_GPU) && gpu_path_wanted(comm, bytes, mem))
         preds |= ZAP_COLL_PRED_GPU_PATH;
     return preds;
 }
@@ -69,10 +87,16 @@ static bool listed(const uint8_t *cand, int n, int alg)
     return false;
 }
 
-int zap_coll_candidates(const zap_coll_desc_t *desc, const zap_comm_t *comm, size_t bytes, zap_coll_form_t form,
-                        int force, uint8_t *cand)
+int zap_coll_candidates(const zap_coll_desc_t *desc, const zap_comm_t *comm, size_t bytes, zap_mem_kind_t mem,
+                        zap_coll_form_t form, int force, uint8_t *cand)
 {
-    uint32_t preds = call_predicates(comm, bytes, form);
+    return zap_coll_candidates_flags(desc, comm, bytes, mem, form, force, 0, cand);
+}
+
+int zap_coll_candidates_flags(const zap_coll_desc_t *desc, const zap_comm_t *comm, size_t bytes, zap_mem_kind_t mem,
+                              zap_coll_form_t form, int force, unsigned call_flags, uint8_t *cand)
+{
+    uint32_t preds = call_predicates(comm, bytes, mem, form, call_flags);
     int n = 0, p = comm->size, gpu = -1;
     if (force >= 0 && holds(desc->algs[force].require, 0, preds))
         cand[n++] = (uint8_t)force;
@@ -89,13 +113,13 @@ int zap_coll_candidates(const zap_coll_desc_t *desc, const zap_comm_t *comm, siz
             cand[n++] = row->alg;
         /* An algorithm that needs nothing of the communicator never declines:
          * the rows after it could not be reached. */
-        if (a->require == 0 && a->vote_lane == 0)
+        if (a->require == 0 && a->vote_lane == 0 && !a->declines)
             break;
     }
-    /* The GPU path goes first, unless the first candidate carries the
-     * agreement in this call's data (its vote could not be read before the
-     * data moved). */
-    if (gpu >= 0 && n > 0 && bytes > desc->algs[cand[0]].agrees_in_data) {
+    /* The GPU path goes first unless an algorithm is forced; ahead of a
+     * candidate that carries the agreement in this call's data the header
+     * names it (header_alg). */
+    if (gpu >= 0 && n > 0 && (force < 0 || cand[0] != force)) {
         memmove(cand + 1, cand, (size_t)n);
         cand[0] = (uint8_t)gpu;
         n++;
@@ -112,12 +136,17 @@ int zap_coll_alg_find(const zap_coll_desc_t *desc, const char *name)
 }
 
 /* The algorithm the header names when candidate i runs: the first from i on
- * whose choice every rank with these arguments makes alike. */
+ * whose choice every rank with these arguments makes alike; but a local
+ * candidate (the GPU path) ahead of one that would carry the agreement in
+ * this call's data names itself, since a rank without it agrees differently
+ * (with its data) and must see a mismatch, not reduce an empty slot. */
 static int header_alg(const zap_coll_op_t *op, int i)
 {
-    for (int j = i; j < op->ncand; j++)
-        if (!op->desc->algs[op->cand[j]].local)
-            return op->cand[j];
+    for (int j = i; j < op->ncand; j++) {
+        const zap_coll_alg_t *a = &op->desc->algs[op->cand[j]];
+        if (!a->local)
+            return j > i && op->args.bytes <= a->agrees_in_data ? op->cand[i] : op->cand[j];
+    }
     return op->cand[i];
 }
 
@@ -132,10 +161,14 @@ static void no_candidate(const zap_coll_op_t *op)
 static void choose(zap_coll_op_t *op, const zap_coll_desc_t *desc, zap_comm_t *comm, bool *votes_p)
 {
     zap_coll_cands_memo_t *m = &comm->memo[desc->kind];
-    if (m->n == 0 || m->bytes != op->args.bytes) {
+    uint8_t gpu = zap_gpu_can_move(op->mem);
+    if (m->n == 0 || m->bytes != op->args.bytes || m->gpu != gpu || m->call_flags != op->args.call_flags) {
         _Static_assert(sizeof(m->cand) == ZAP_COLL_MAX_CANDS, "the memo holds a whole list");
-        m->n = (uint8_t)zap_coll_candidates(desc, comm, op->args.bytes, op->form, comm->set.alg[desc->kind], m->cand);
+        m->n = (uint8_t)zap_coll_candidates_flags(desc, comm, op->args.bytes, op->mem, op->form,
+                                                  comm->set.alg[desc->kind], op->args.call_flags, m->cand);
         m->bytes = op->args.bytes;
+        m->gpu = gpu;
+        m->call_flags = op->args.call_flags;
         m->votes = 0;
         for (int i = 0; i < m->n; i++)
             m->votes |= desc->algs[m->cand[i]].vote_lane != 0;
@@ -145,12 +178,20 @@ static void choose(zap_coll_op_t *op, const zap_coll_desc_t *desc, zap_comm_t *c
     *votes_p = m->votes != 0;
 }
 
+zap_coll_form_t zap_coll_form_of(const zap_coll_desc_t *desc, zap_comm_t *comm)
+{
+    zap_coll_form_t form = desc->form != NULL ? desc->form(comm) : ZAP_COLL_FORM_RD;
+    /* Across hosts every call agrees through the hierarchy: whatever
+     * algorithm a rank then runs, all exchange the same messages first. */
+    return form == ZAP_COLL_FORM_RD && zap_coll_hier_layered(comm) ? ZAP_COLL_FORM_HIER : form;
+}
+
 void zap_coll_op_begin(zap_coll_op_t *op)
 {
     const zap_coll_desc_t *desc = op->desc;
     zap_comm_t *comm = op->comm;
     const zap_coll_args_t *a = &op->args;
-    op->form = desc->form != NULL ? desc->form(comm) : ZAP_COLL_FORM_RD;
+    op->form = zap_coll_form_of(desc, comm);
     if (op->local_error != ZAP_OK) {
         /* Take part in the argument exchange with the header marked bad, so
          * the other ranks learn of it instead of waiting. */
@@ -175,6 +216,8 @@ void zap_coll_op_begin(zap_coll_op_t *op)
         if (i > 0) /* the first declined: the header names what runs instead */
             zap_coll_agree_set_alg(op, header_alg(op, i));
         op->alg = op->cand[i];
+        if (!desc->algs[op->alg].gpu_buffers && (st = zap_coll_host_stage(op)) != ZAP_OK)
+            break;
         st = desc->algs[op->alg].init(op);
     }
     if (st == ZAP_ERR_UNSUPPORTED)
@@ -197,7 +240,18 @@ zap_status_t zap_coll_post(zap_comm_t *comm, const zap_coll_desc_t *desc, const 
     op->desc = desc;
     op->args = *args;
     op->local_error = local;
-    if (desc->needs_setup && comm->setup != ZAP_COLL_SETUP_DONE && comm->setup != ZAP_COLL_SETUP_FAILED) {
+    if (args->empty) {
+        /* MPI lets a zero-count call complete locally: every rank of a correct
+         * program passes zero too, so there is nothing to agree or move. It
+         * still takes its sequence number, as on every other rank, so later
+         * calls and failure notices name the same operations everywhere. */
+        zap_coll_op_complete_local(op, local, req_p);
+        return ZAP_OK;
+    }
+    /* Across hosts every collective waits for the setup: it agrees on the
+     * ids of the hierarchy's communicators (a group communicator's). */
+    bool needs = desc->needs_setup || (comm->child_ctx == 0 && zap_coll_hier_layered(comm));
+    if (needs && comm->setup != ZAP_COLL_SETUP_DONE && comm->setup != ZAP_COLL_SETUP_FAILED) {
         /* The first call that reads what the setup agrees: the setup goes
          * ahead of it (every rank makes the same calls, so every rank's setup
          * takes the same place), and the call begins once it is done. */
@@ -207,7 +261,7 @@ zap_status_t zap_coll_post(zap_comm_t *comm, const zap_coll_desc_t *desc, const 
         }
         op->deferred = true;
     } else {
-        if (comm->setup == ZAP_COLL_SETUP_FAILED && desc->needs_setup && op->local_error == ZAP_OK)
+        if (comm->setup == ZAP_COLL_SETUP_FAILED && needs && op->local_error == ZAP_OK)
             op->local_error = comm->setup_status;
         zap_coll_op_begin(op);
     }
@@ -236,7 +290,10 @@ zap_status_t zap_coll_fall_back(zap_coll_op_t *op)
         op->alg = op->cand[op->icand];
         const zap_coll_alg_t *a = &desc->algs[op->alg];
         op->progress = NULL;
-        zap_status_t st = a->init(op);
+        zap_status_t st = a->gpu_buffers ? ZAP_OK : zap_coll_host_stage(op);
+        if (st != ZAP_OK)
+            return st;
+        st = a->init(op);
         if (st == ZAP_ERR_UNSUPPORTED)
             continue;
         if (st != ZAP_OK)
@@ -274,7 +331,7 @@ const char *zap_coll_auto_algorithm(const char *collective, size_t bytes, int ra
             continue;
         for (int i = 0; i < desc->nrows; i++) {
             const zap_coll_row_t *r = &desc->rows[i];
-            if (!desc->algs[r->alg].local && row_holds(desc, r, ranks, bytes, 0))
+            if (!desc->algs[r->alg].local && row_holds(desc, r, ranks, bytes, ZAP_COLL_PRED_COMMUTATIVE))
                 return desc->algs[r->alg].name;
         }
         return NULL;

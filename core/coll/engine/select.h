@@ -8,10 +8,12 @@
  * GPU path wanted, memory kind). Every row that holds is a candidate, in
  * table order; a forced algorithm (ZAP_<COLL>_ALG, params) goes first and
  * the automatic candidates follow it, except single-copy rows, which run
- * only when named or chosen automatically. The GPU path goes ahead of the
- * first candidate when its predicates hold and that candidate does not carry
- * the agreement in its data for this size (its vote could not be read before
- * the data moved).
+ * only when named or chosen automatically. The GPU path goes first when its
+ * predicates hold (this rank's buffers among them) and no algorithm is
+ * forced; where the next candidate
+ * would carry the agreement in its data for this size, the header names the
+ * GPU path, so a rank that passed host memory to the same small call (it
+ * agrees with its data) reports ZAP_ERR_MISMATCH with the others.
  *
  * The first candidate's init runs when the call is posted. An init that
  * cannot run returns ZAP_ERR_UNSUPPORTED and the next candidate's runs. After
@@ -23,8 +25,12 @@
  * ranks share (the communicator, its settings, the agreed arguments and
  * votes), so all ranks take the same candidate. The header's algorithm lane
  * names the first candidate whose choice does not rest on this process alone
- * (all but the GPU path, whose vote settles it), so ranks whose choices
- * differ report ZAP_ERR_MISMATCH. */
+ * (all but the GPU path, whose vote settles it, except as said above), so
+ * ranks whose choices differ report ZAP_ERR_MISMATCH.
+ *
+ * A candidate that does not run on device buffers itself (all but the GPU
+ * path) gets a host copy of a call's device buffers (zap_coll_host_stage):
+ * the CPU and a transport without CUDA support cannot touch them. */
 #ifndef ZAP_COLL_ENGINE_SELECT_H
 #define ZAP_COLL_ENGINE_SELECT_H
 #include <stdbool.h>
@@ -48,7 +54,10 @@ typedef struct zap_coll_alg {
     bool (*vote)(const zap_coll_op_t *op); /* this rank's yes (memory kind) */
     size_t agrees_in_data; /* calls up to this many bytes carry the agreement in their data (0: none) */
     bool local;        /* its predicates rest on this process alone (settled by its vote) */
+    bool gpu_buffers;  /* runs on device buffers itself; the others get a host copy of them (engine/mem.h) */
     bool by_name;      /* may be forced by name */
+    bool declines;     /* its init declines calls no predicate tells apart (a v-form): the rows after it
+                          stay candidates even where it needs nothing of the communicator */
 } zap_coll_alg_t;
 
 typedef struct zap_coll_row {
@@ -72,10 +81,19 @@ typedef struct zap_coll_desc {
     zap_cfg_id_t setting;  /* ZAP_<COLL>_ALG, ZAP_CFG_COUNT: none */
 } zap_coll_desc_t;
 
+/* zap_coll_args_t.call_flags: what a call's op rules out. NONCOMMUTATIVE
+ * clears ZAP_COLL_PRED_COMMUTATIVE (algorithms that combine out of rank order
+ * require it); NO_GPU clears ZAP_COLL_PRED_GPU_PATH (the op has no kernel). */
+#define ZAP_COLL_CALL_NONCOMMUTATIVE 0x1u
+#define ZAP_COLL_CALL_NO_GPU 0x2u
+/* The flags of a reduction with op on dt. */
+uint8_t zap_coll_call_flags(zap_dtype_t dt, zap_op_t op);
+
 /* Every collective's description (in its folder), in one list for the
  * public table and the settings. */
 extern const zap_coll_desc_t zap_allreduce_desc, zap_bcast_desc, zap_scatterv_desc, zap_allgatherv_desc,
-    zap_barrier_desc;
+    zap_barrier_desc, zap_reduce_desc, zap_reduce_scatter_desc, zap_gather_desc, zap_alltoall_desc, zap_scan_desc,
+    zap_exscan_desc;
 extern const zap_coll_desc_t *const zap_coll_descs[];
 extern const int zap_coll_ndescs;
 
@@ -89,11 +107,19 @@ zap_status_t zap_coll_post(zap_comm_t *comm, const zap_coll_desc_t *desc, const 
 /* After the agreement: the next candidate, set up as agreed, its first
  * progress returned (docs above). */
 zap_status_t zap_coll_fall_back(zap_coll_op_t *op);
-/* The candidates for a call of bytes on comm agreeing in form, forced
- * algorithm force (-1: none), into cand (ZAP_COLL_MAX_CANDS); returns their
- * number. */
-int zap_coll_candidates(const zap_coll_desc_t *desc, const zap_comm_t *comm, size_t bytes, zap_coll_form_t form,
-                        int force, uint8_t *cand);
+/* The candidates for a call of bytes on buffers of kind mem (this rank's)
+ * on comm agreeing in form, forced algorithm force (-1: none), into cand
+ * (ZAP_COLL_MAX_CANDS); returns their number. The call's op is taken to be
+ * commutative with a GPU kernel (zap_coll_candidates_flags: with its
+ * call_flags). */
+int zap_coll_candidates(const zap_coll_desc_t *desc, const zap_comm_t *comm, size_t bytes, zap_mem_kind_t mem,
+                        zap_coll_form_t form, int force, uint8_t *cand);
+int zap_coll_candidates_flags(const zap_coll_desc_t *desc, const zap_comm_t *comm, size_t bytes, zap_mem_kind_t mem,
+                              zap_coll_form_t form, int force, unsigned call_flags, uint8_t *cand);
+/* How a call of desc on comm agrees: the collective's form, or through the
+ * hosts' hierarchy where it would be recursive doubling and comm spans
+ * hosts (coll/hier/hier.h). The same on every rank of comm. */
+zap_coll_form_t zap_coll_form_of(const zap_coll_desc_t *desc, zap_comm_t *comm);
 /* The collective's algorithm called name (by_name ones), or -1. */
 int zap_coll_alg_find(const zap_coll_desc_t *desc, const char *name);
 #endif

@@ -49,8 +49,10 @@ zap_status_t zap_coll_step_test(zap_coll_op_t *op)
         }
         if (op->rlen[i] != NULL)
             *op->rlen[i] = op->reqs[i]->received_len;
-        if (st != ZAP_OK && first == ZAP_OK)
+        if (st != ZAP_OK && first == ZAP_OK) {
             first = st;
+            op->culprit = op->reqs[i]->peer; /* the transport rank whose message failed */
+        }
         zap_request_free(op->reqs[i]);
     }
     op->nreqs = 0;

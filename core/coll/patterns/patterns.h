@@ -77,4 +77,30 @@ static inline int zap_pat_subtree_end(int vr, int p)
     long e = (long)vr + zap_pat_lowbit(vr);
     return e < p ? (int)e : p;
 }
+
+/* Recursive halving over pof2 positions: the range [*lo, *hi) newrank r holds
+ * before the step of mask (mask pof2: after every step). Each step keeps the
+ * lower half where r's bit is clear, the upper half where it is set. */
+static inline void zap_pat_halving_range(int pof2, int r, int mask, int *lo, int *hi)
+{
+    int idx = 0, last = pof2;
+    for (int m = 1; m < mask; m <<= 1) {
+        int half = (last - idx) / 2;
+        if (r & m)
+            idx += half;
+        else
+            last -= half;
+    }
+    *lo = idx;
+    *hi = last;
+}
+
+/* The step number of mask (a power of two) counted from base: base + log2(mask). */
+static inline int zap_pat_step_of(int base, int mask)
+{
+    int step = base;
+    for (int m = mask; m > 1; m >>= 1)
+        step++;
+    return step;
+}
 #endif

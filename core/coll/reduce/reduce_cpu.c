@@ -31,20 +31,33 @@ size_t zap_dtype_size(zap_dtype_t dt)
     case ZAP_DT_INT16: case ZAP_DT_UINT16: case ZAP_DT_FLOAT16: case ZAP_DT_BFLOAT16: return 2;
     case ZAP_DT_INT32: case ZAP_DT_UINT32: case ZAP_DT_FLOAT32: return 4;
     case ZAP_DT_INT64: case ZAP_DT_UINT64: case ZAP_DT_FLOAT64: return 8;
+    case ZAP_DT_COMPLEX64: return 2 * sizeof(float);
+    case ZAP_DT_COMPLEX128: return 2 * sizeof(double);
+    case ZAP_DT_FLOAT_INT: return sizeof(zap_float_int_t);
+    case ZAP_DT_DOUBLE_INT: return sizeof(zap_double_int_t);
+    case ZAP_DT_LONG_INT: return sizeof(zap_long_int_t);
+    case ZAP_DT_2INT: return sizeof(zap_2int_t);
+    case ZAP_DT_SHORT_INT: return sizeof(zap_short_int_t);
+    case ZAP_DT_LONG_DOUBLE_INT: return sizeof(zap_long_double_int_t);
     default: return 0;
     }
 }
 
 const char *zap_dtype_name(zap_dtype_t dt)
 {
-    static const char *const names[ZAP_DT_COUNT] = {"int8",  "int16",  "int32",   "int64",    "uint8",   "uint16",
-                                                    "uint32", "uint64", "float16", "bfloat16", "float32", "float64"};
+    static const char *const names[ZAP_DT_COUNT] = {
+        "int8",      "int16",      "int32",      "int64",    "uint8",   "uint16",   "uint32",
+        "uint64",    "float16",    "bfloat16",   "float32",  "float64", "complex64", "complex128",
+        "float_int", "double_int", "long_int",   "2int",     "short_int", "long_double_int"};
     return (unsigned)dt < ZAP_DT_COUNT ? names[dt] : NULL;
 }
 
 const char *zap_op_name(zap_op_t op)
 {
-    static const char *const names[ZAP_OP_COUNT] = {"sum", "prod", "min", "max", "band", "bor", "bxor"};
+    static const char *const names[ZAP_OP_COUNT] = {"sum",  "prod", "min",  "max",    "band",  "bor",
+                                                    "bxor", "land", "lor",  "lxor",   "minloc", "maxloc"};
+    if (zap_op_is_user(op))
+        return "user";
     return (unsigned)op < ZAP_OP_COUNT ? names[op] : NULL;
 }
 
@@ -55,9 +68,19 @@ static bool is_float(zap_dtype_t dt)
 
 bool zap_reduce_supported(zap_dtype_t dt, zap_op_t op)
 {
-    if ((unsigned)dt >= ZAP_DT_COUNT || (unsigned)op >= ZAP_OP_COUNT)
+    if ((unsigned)dt >= ZAP_DT_COUNT)
         return false;
-    return !is_float(dt) || op <= ZAP_OP_MAX;
+    if (zap_op_is_user(op))
+        return zap_user_op_live(op);
+    if ((unsigned)op >= ZAP_OP_COUNT)
+        return false;
+    if (dt <= ZAP_DT_UINT64) /* integers: everything but the pair ops */
+        return op < ZAP_OP_MINLOC;
+    if (is_float(dt))
+        return op <= ZAP_OP_MAX;
+    if (dt == ZAP_DT_COMPLEX64 || dt == ZAP_DT_COMPLEX128)
+        return op == ZAP_OP_SUM || op == ZAP_OP_PROD;
+    return op == ZAP_OP_MINLOC || op == ZAP_OP_MAXLOC; /* pair types */
 }
 
 int zap_op_supported(zap_dtype_t dt, zap_op_t op) { return zap_reduce_supported(dt, op) ? 1 : 0; }
@@ -505,6 +528,14 @@ ZAP_REDUCE_CLONES static void reduce_bfloat16(zap_op_t op, uint16_t *d, const ui
 
 void zap_reduce_cpu(zap_dtype_t dt, zap_op_t op, void *dst, const void *a, const void *b, size_t count)
 {
+    if (zap_op_is_user(op)) {
+        zap_reduce_user(dt, op, dst, a, b, count);
+        return;
+    }
+    if (op >= ZAP_OP_LAND || dt > ZAP_DT_FLOAT64) {
+        zap_reduce_cpu_mpi(dt, op, dst, a, b, count);
+        return;
+    }
     switch (dt) {
     case ZAP_DT_INT8: reduce_int8(op, dst, a, b, count); break;
     case ZAP_DT_INT16: reduce_int16(op, dst, a, b, count); break;

@@ -79,6 +79,11 @@ typedef struct zap_coll_shm {
     size_t bytes;
     int rank, size;
     const volatile pid_t *pids; /* in the segment, by communicator rank */
+    /* Revocation (engine/op.c): the lowest operation sequence any rank
+     * revoked (0: none), and each rank's own (sequence, then status and
+     * blamed transport rank), written before the word. */
+    _Atomic uint64_t *revoked;
+    _Atomic uint64_t *revoke_entry; /* 2 words per communicator rank */
     uint64_t next;              /* the last exchange number handed out */
     uint64_t done;              /* the last exchange this rank has read completely */
     bool abandoned;             /* an exchange was given up half way: the rest cannot run */
@@ -175,6 +180,13 @@ void zap_coll_shm_unmap(zap_coll_shm_map_t *m);
 uint64_t zap_coll_shm_reserve_large(zap_coll_shm_t *s, size_t bytes);
 /* Unmaps and frees; NULL is ignored. */
 void zap_coll_shm_detach(zap_coll_shm_t *shm);
+/* Publishes this rank's revocation of the communicator from seq on (status,
+ * blamed transport rank culprit) for every rank of the segment; the lowest
+ * sequence wins. */
+void zap_coll_shm_revoke(zap_coll_shm_t *s, uint64_t seq, zap_status_t status, int culprit);
+/* The lowest revocation in the segment: its sequence (0: none), and its
+ * status, blamed rank and the communicator rank that made it. */
+uint64_t zap_coll_shm_revocation(const zap_coll_shm_t *s, zap_status_t *status_p, int *culprit_p, int *by_p);
 /* Whether comm rank q's process is gone (or a zombie): a dead rank is named
  * at once instead of after the timeout. Costs a system call or two. */
 bool zap_coll_shm_peer_dead(const zap_coll_shm_t *shm, int q);
@@ -213,4 +225,14 @@ zap_status_t zap_coll_shm_large_turn(zap_coll_op_t *op, size_t bytes);
  * when set, written into op's header so ranks set differently report a
  * mismatch. */
 size_t zap_coll_shm_large_chunk(zap_coll_op_t *op, bool agreed);
+
+/* --- single-copy reads (shm_cma.c) ------------------------------------------ */
+/* Reads bytes at comm rank q's address from (in q's address space) into to:
+ * ZAP_OK; ZAP_ERR_PEER_FAILED (logged) when q's process is gone;
+ * ZAP_ERR_TRANSPORT (logged) when the range is not readable. */
+zap_status_t zap_coll_shm_read(const zap_coll_op_t *op, int q, void *to, uint64_t from, size_t bytes);
+/* The segment's single-copy scratch, grown to at least bytes (shared by the
+ * single-copy forms, which run one at a time: large exchanges are in turn);
+ * NULL (logged) without memory. */
+void *zap_coll_shm_cma_scratch(zap_coll_shm_t *s, size_t bytes);
 #endif

@@ -7,6 +7,7 @@
 #include "coll/shm/shm.h"
 #include "base/log.h"
 #include <errno.h>
+#include <stdalign.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -28,6 +29,11 @@ typedef struct seg_head {
     _Atomic uint64_t big_state; /* the large area's reserved bytes per slot | ZAP_COLL_SHM_LARGE_FULL (rank 0 writes) */
     pid_t pids[ZAP_COLL_SHM_MAX_RANKS];
     uint64_t bases[ZAP_COLL_SHM_MAX_RANKS]; /* where each rank mapped the segment: the single-copy probe reads there */
+    /* Revocation: the lowest sequence revoked (0: none), on a line of its
+     * own (read at every completion), then each rank's entry: sequence,
+     * (status << 32 | culprit). */
+    alignas(64) _Atomic uint64_t revoked;
+    alignas(64) _Atomic uint64_t revoke_entry[2 * ZAP_COLL_SHM_MAX_RANKS];
 } seg_head_t;
 _Static_assert(sizeof(seg_head_t) <= ZAP_COLL_SHM_SLOT_BYTES, "the head fits its page");
 _Static_assert(offsetof(zap_coll_shm_slot_t, payload) + ZAP_COLL_SHM_PAYLOAD <= ZAP_COLL_SHM_SLOT_BYTES,
@@ -220,6 +226,8 @@ zap_status_t zap_coll_shm_adopt(zap_coll_shm_map_t *m, int rank, int p, bool cma
     s->rank = rank;
     s->size = p;
     s->pids = h->pids;
+    s->revoked = &((seg_head_t *)m->base)->revoked;
+    s->revoke_entry = ((seg_head_t *)m->base)->revoke_entry;
     s->cma = cma;
     if (s->big_bytes > 0) {
         unsigned char *at = (unsigned char *)m->base + small_bytes(p);
@@ -286,6 +294,36 @@ void zap_coll_shm_detach(zap_coll_shm_t *shm)
     if (shm->big_fd >= 0)
         close(shm->big_fd);
     free(shm);
+}
+
+void zap_coll_shm_revoke(zap_coll_shm_t *s, uint64_t seq, zap_status_t status, int culprit)
+{
+    _Atomic uint64_t *e = &s->revoke_entry[2 * s->rank];
+    uint64_t have = atomic_load_explicit(&e[0], memory_order_relaxed);
+    if (have != 0 && have <= seq)
+        return;
+    atomic_store_explicit(&e[1], (uint64_t)(uint32_t)status << 32 | (uint32_t)culprit, memory_order_relaxed);
+    atomic_store_explicit(&e[0], seq, memory_order_release);
+    uint64_t cur = atomic_load_explicit(s->revoked, memory_order_relaxed);
+    while ((cur == 0 || seq < cur) &&
+           !atomic_compare_exchange_weak_explicit(s->revoked, &cur, seq, memory_order_seq_cst, memory_order_relaxed))
+        ;
+}
+
+uint64_t zap_coll_shm_revocation(const zap_coll_shm_t *s, zap_status_t *status_p, int *culprit_p, int *by_p)
+{
+    uint64_t best = 0;
+    for (int q = 0; q < s->size; q++) {
+        uint64_t seq = atomic_load_explicit(&s->revoke_entry[2 * q], memory_order_acquire);
+        if (seq == 0 || (best != 0 && seq >= best))
+            continue;
+        uint64_t cause = atomic_load_explicit(&s->revoke_entry[2 * q + 1], memory_order_relaxed);
+        best = seq;
+        *status_p = (zap_status_t)(int32_t)(uint32_t)(cause >> 32);
+        *culprit_p = (int)(int32_t)(uint32_t)cause;
+        *by_p = q;
+    }
+    return best;
 }
 
 bool zap_coll_shm_peer_dead(const zap_coll_shm_t *shm, int q)

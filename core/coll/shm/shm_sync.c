@@ -10,11 +10,12 @@
 #define SHM_POLLS_PER_CLOCK 64
 
 /* Names the first rank still missing whose process is gone. */
-static zap_status_t check_liveness(const zap_coll_op_t *op, const zap_coll_shm_t *s, uint64_t seen)
+static zap_status_t check_liveness(zap_coll_op_t *op, const zap_coll_shm_t *s, uint64_t seen)
 {
     for (int q = 0; q < s->size; q++) {
         if ((seen >> q) & 1 || !zap_coll_shm_peer_dead(s, q))
             continue;
+        op->culprit = zap_coll_transport_rank(op->comm, q);
         zap_error("coll: rank %d: peer rank %d (pid %d) failed: its process is gone (shared-memory exchange on "
                   "communicator %u, sequence %llu)",
                   op->comm->rank, zap_coll_transport_rank(op->comm, q), (int)s->pids[q], zap_coll_comm_id(op->comm),

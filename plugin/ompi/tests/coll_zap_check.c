@@ -13,7 +13,8 @@
  *
  *   coll_zap_check MODE DIGEST_FILE
  *
- * MODE: all (every case below), fallback (only calls zap cannot take),
+ * MODE: all (every case below), fallback (only calls zap cannot take:
+ * run_fallback),
  * errors (argument mismatches reported through
  * the communicator's error handler; with the component only), peer-exit (the
  * last rank exits before a collective; the others must get an error, not
@@ -104,6 +105,7 @@ static type_t g_types[] = {
     {"byte", MPI_BYTE, K_BYTE, 1},
     {"c_bool", MPI_C_BOOL, K_BOOL, sizeof(_Bool)},
     {"c_float_complex", MPI_C_FLOAT_COMPLEX, K_COMPLEX, 2 * sizeof(float)},
+    {"c_double_complex", MPI_C_DOUBLE_COMPLEX, K_COMPLEX, 2 * sizeof(double)},
     {"long_double", MPI_LONG_DOUBLE, K_LDOUBLE, sizeof(long double)},
 };
 #define NTYPES (sizeof(g_types) / sizeof(g_types[0]))
@@ -169,8 +171,13 @@ static void store(const type_t *t, void *buf, size_t i, double v, double imag)
         break;
     case K_BOOL: *(_Bool *)p = v != 0; break;
     case K_COMPLEX:
-        ((float *)p)[0] = (float)v;
-        ((float *)p)[1] = (float)imag;
+        if (t->size == 2 * sizeof(float)) {
+            ((float *)p)[0] = (float)v;
+            ((float *)p)[1] = (float)imag;
+        } else {
+            ((double *)p)[0] = v;
+            ((double *)p)[1] = imag;
+        }
         break;
     case K_LDOUBLE: *(long double *)p = (long double)v; break;
     }
@@ -198,17 +205,23 @@ static double combine(const char *op, double a, double b)
     return (double)(!x != !y); /* lxor */
 }
 
-static void reference(const type_t *t, const char *op, void *out, size_t n, int size)
+/* The reduction over ranks lo .. hi of the inputs value() gives. */
+static void reference_range(const type_t *t, const char *op, void *out, size_t n, int lo, int hi)
 {
     memset(out, 0, n * t->size);
     for (size_t i = 0; i < n; i++) {
-        double v = value(t, op, i, 0);
-        for (int r = 1; r < size; r++)
+        double v = value(t, op, i, lo);
+        for (int r = lo + 1; r <= hi; r++)
             v = combine(op, v, value(t, op, i, r));
         /* Complex: the imaginary parts are i % 5 on every rank (sums) or 0. */
-        double imag = t->kind == K_COMPLEX && strcmp(op, "prod") ? (double)(i % 5) * size : 0;
+        double imag = t->kind == K_COMPLEX && strcmp(op, "prod") ? (double)(i % 5) * (hi - lo + 1) : 0;
         store(t, out, i, v, imag);
     }
+}
+
+static void reference(const type_t *t, const char *op, void *out, size_t n, int size)
+{
+    reference_range(t, op, out, n, 0, size - 1);
 }
 
 /* --- allreduce ------------------------------------------------------------- */
@@ -379,6 +392,8 @@ static void allreduce_pairs(MPI_Comm comm, const char *cname)
     struct {
         int v, i;
     } iin[16], iout[16];
+    memset(din, 0, sizeof(din)); /* the padding too: the digests cover it */
+    memset(dout, 0, sizeof(dout));
     for (int k = 0; k < 16; k++) {
         din[k].v = (double)((k + rank) % size);
         din[k].i = rank;
@@ -395,6 +410,370 @@ static void allreduce_pairs(MPI_Comm comm, const char *cname)
     snprintf(kase, sizeof(kase), "maxloc.2int.%s", cname);
     check_rc(kase, MPI_Allreduce(iin, iout, 16, MPI_2INT, MPI_MAXLOC, comm));
     digest(kase, iout, sizeof(iout));
+}
+
+/* --- reduce, reduce_scatter(_block), scan, exscan ------------------------------ */
+
+/* Every valid (type, op): reduce to a root that moves with the case (in
+ * place on every other case), both reduce_scatter forms (the v-form's parts
+ * uneven, some empty), scan and exscan; each checked against the reference
+ * and digested. */
+static void reductions_all(MPI_Comm comm, const char *cname, int full)
+{
+    static const size_t counts[] = {1, 7, 1000};
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    int *rcounts = xmalloc((size_t)size * sizeof(int));
+    for (size_t ti = 0; ti < NTYPES; ti++) {
+        for (size_t oi = 0; oi < NOPS; oi++) {
+            const type_t *t = &g_types[ti];
+            const op_t *op = &g_ops[oi];
+            if (!valid(t->kind, op->name) || (!full && (ti % 5 != 0 || oi > 1)))
+                continue;
+            for (size_t ci = 0; ci < sizeof(counts) / sizeof(counts[0]); ci++) {
+                size_t n = counts[ci], bytes = n * t->size;
+                int root = (int)((ti + oi + ci) % (size_t)size), in_place = (int)(ci % 2);
+                char kase[192];
+                /* reduce */
+                void *in = xmalloc(bytes), *out = xmalloc(bytes), *ref = xmalloc(bytes);
+                fill(t, op->name, in, n, rank);
+                memset(out, 0, bytes);
+                snprintf(kase, sizeof(kase), "reduce.%s.%s.%s.n%zu.root%d%s", cname, t->name, op->name, n, root,
+                         in_place ? ".inplace" : "");
+                int rc;
+                if (in_place && rank == root) {
+                    memcpy(out, in, bytes);
+                    rc = MPI_Reduce(MPI_IN_PLACE, out, (int)n, t->dt, op->op, root, comm);
+                } else {
+                    rc = MPI_Reduce(in, out, (int)n, t->dt, op->op, root, comm);
+                }
+                check_rc(kase, rc);
+                if (rank == root) {
+                    reference(t, op->name, ref, n, size);
+                    if (memcmp(out, ref, bytes) != 0)
+                        fail(kase, "result differs from the reference");
+                    digest(kase, out, bytes);
+                }
+                /* scan and exscan */
+                snprintf(kase, sizeof(kase), "scan.%s.%s.%s.n%zu%s", cname, t->name, op->name, n,
+                         in_place ? ".inplace" : "");
+                if (in_place) {
+                    memcpy(out, in, bytes);
+                    rc = MPI_Scan(MPI_IN_PLACE, out, (int)n, t->dt, op->op, comm);
+                } else {
+                    rc = MPI_Scan(in, out, (int)n, t->dt, op->op, comm);
+                }
+                check_rc(kase, rc);
+                reference_range(t, op->name, ref, n, 0, rank);
+                if (memcmp(out, ref, bytes) != 0)
+                    fail(kase, "result differs from the reference");
+                digest(kase, out, bytes);
+                snprintf(kase, sizeof(kase), "exscan.%s.%s.%s.n%zu", cname, t->name, op->name, n);
+                check_rc(kase, MPI_Exscan(in, out, (int)n, t->dt, op->op, comm));
+                if (rank > 0) {
+                    reference_range(t, op->name, ref, n, 0, rank - 1);
+                    if (memcmp(out, ref, bytes) != 0)
+                        fail(kase, "result differs from the reference");
+                    digest(kase, out, bytes);
+                }
+                free(in);
+                free(out);
+                free(ref);
+                /* reduce_scatter_block: n per rank; reduce_scatter: uneven */
+                for (int form = 0; form < 2; form++) {
+                    size_t total = 0;
+                    for (int r = 0; r < size; r++) {
+                        rcounts[r] = form == 0 ? (int)n : r % 3 == 1 ? 0 : (int)(n + (size_t)r);
+                        total += (size_t)rcounts[r];
+                    }
+                    void *vin = xmalloc(total * t->size), *vout = xmalloc(total * t->size),
+                         *vref = xmalloc(total * t->size);
+                    fill(t, op->name, vin, total, rank);
+                    memset(vout, 0, total * t->size);
+                    snprintf(kase, sizeof(kase), "%s.%s.%s.%s.n%zu%s", form == 0 ? "reduce_scatter_block" : "reduce_scatter",
+                             cname, t->name, op->name, n, in_place ? ".inplace" : "");
+                    const void *send = vin;
+                    if (in_place) {
+                        memcpy(vout, vin, total * t->size);
+                        send = MPI_IN_PLACE;
+                    }
+                    rc = form == 0 ? MPI_Reduce_scatter_block(send, vout, (int)n, t->dt, op->op, comm)
+                                   : MPI_Reduce_scatter(send, vout, rcounts, t->dt, op->op, comm);
+                    check_rc(kase, rc);
+                    reference(t, op->name, vref, total, size);
+                    size_t off = 0;
+                    for (int r = 0; r < rank; r++)
+                        off += (size_t)rcounts[r];
+                    size_t mine = (size_t)rcounts[rank] * t->size;
+                    if (memcmp(vout, (char *)vref + off * t->size, mine) != 0)
+                        fail(kase, "this rank's part differs from the reference");
+                    digest(kase, vout, mine);
+                    free(vin);
+                    free(vout);
+                    free(vref);
+                }
+            }
+        }
+    }
+    free(rcounts);
+}
+
+/* MINLOC and MAXLOC on every C pair type: ties (the lowest index wins),
+ * through allreduce, reduce and scan; the padding zeroed so the digests are
+ * defined. */
+static void pairs_all(MPI_Comm comm, const char *cname)
+{
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    struct pair_t {
+        const char *name;
+        MPI_Datatype dt;
+        size_t size, koff;
+    } pairs[] = {
+        {"float_int", MPI_FLOAT_INT, sizeof(struct { float v; int k; }), offsetof(struct { float v; int k; }, k)},
+        {"double_int", MPI_DOUBLE_INT, sizeof(struct { double v; int k; }), offsetof(struct { double v; int k; }, k)},
+        {"long_int", MPI_LONG_INT, sizeof(struct { long v; int k; }), offsetof(struct { long v; int k; }, k)},
+        {"2int", MPI_2INT, 2 * sizeof(int), sizeof(int)},
+        {"short_int", MPI_SHORT_INT, sizeof(struct { short v; int k; }), offsetof(struct { short v; int k; }, k)},
+        {"long_double_int", MPI_LONG_DOUBLE_INT, sizeof(struct { long double v; int k; }),
+         offsetof(struct { long double v; int k; }, k)},
+    };
+    enum { N = 300 };
+    for (size_t pi = 0; pi < sizeof(pairs) / sizeof(pairs[0]); pi++) {
+        const struct pair_t *pt = &pairs[pi];
+        char *in = xmalloc(N * pt->size), *out = xmalloc(N * pt->size);
+        memset(in, 0, N * pt->size);
+        for (int i = 0; i < N; i++) {
+            int v = (i * 7 + rank * 3) % 5, k = (i + 11 * rank) % 17 - 3; /* ties, indices out of rank order */
+            char *e = in + (size_t)i * pt->size;
+            if (!strcmp(pt->name, "float_int")) *(float *)e = (float)v;
+            else if (!strcmp(pt->name, "double_int")) *(double *)e = v;
+            else if (!strcmp(pt->name, "long_int")) *(long *)e = v;
+            else if (!strcmp(pt->name, "2int")) *(int *)e = v;
+            else if (!strcmp(pt->name, "short_int")) *(short *)e = (short)v;
+            else { long double x = v; memcpy(e, &x, 10); }
+            memcpy(e + pt->koff, &k, sizeof(int));
+        }
+        for (int which = 0; which < 6; which++) {
+            MPI_Op op = which % 2 ? MPI_MAXLOC : MPI_MINLOC;
+            const char *coll = which < 2 ? "allreduce" : which < 4 ? "reduce" : "scan";
+            char kase[128];
+            snprintf(kase, sizeof(kase), "%s.%s.%s.%s", which % 2 ? "maxloc" : "minloc", coll, pt->name, cname);
+            memset(out, 0, N * pt->size);
+            int rc = which < 2 ? MPI_Allreduce(in, out, N, pt->dt, op, comm)
+                     : which < 4 ? MPI_Reduce(in, out, N, pt->dt, op, size - 1, comm)
+                                 : MPI_Scan(in, out, N, pt->dt, op, comm);
+            check_rc(kase, rc);
+            if (which < 2 || which >= 4 || rank == size - 1) {
+                /* Check the index of element 0: the lowest index among the extreme values. */
+                int last = which >= 4 ? rank : size - 1, best_v = 0, best_k = 0;
+                for (int r = 0; r <= last; r++) { /* the extreme value */
+                    int v = (r * 3) % 5;
+                    if (r == 0 || (which % 2 ? v > best_v : v < best_v))
+                        best_v = v;
+                }
+                for (int r = 0, first = 1; r <= last; r++) { /* the lowest index holding it */
+                    int v = (r * 3) % 5, k = (11 * r) % 17 - 3;
+                    if (v == best_v && (first || k < best_k)) {
+                        best_k = k;
+                        first = 0;
+                    }
+                }
+                int got_k;
+                memcpy(&got_k, out + pt->koff, sizeof(int));
+                if (got_k != best_k)
+                    fail(kase, "wrong index for element 0");
+                digest(kase, out, N * pt->size);
+            }
+        }
+        free(in);
+        free(out);
+    }
+}
+
+/* --- gather(v), alltoall(v) --------------------------------------------------- */
+
+static void gather_all(MPI_Comm comm, const char *cname, int full)
+{
+    static const size_t counts[] = {1, 100, 40000};
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    for (int root = 0; root < size; root++) {
+        if (!full && root != size - 1)
+            continue;
+        for (size_t ci = 0; ci < sizeof(counts) / sizeof(counts[0]); ci++) {
+            size_t n = counts[ci];
+            for (int in_place = 0; in_place < 2; in_place++) {
+                char kase[96];
+                snprintf(kase, sizeof(kase), "gather.%s.root%d.n%zu%s", cname, root, n, in_place ? ".inplace" : "");
+                int *send = xmalloc(n * sizeof(int)), *recv = xmalloc(n * (size_t)size * sizeof(int));
+                for (size_t i = 0; i < n; i++)
+                    send[i] = (int)(i * 5) + rank * 100000;
+                for (size_t i = 0; i < n * (size_t)size; i++)
+                    recv[i] = -1;
+                if (in_place && rank == root) {
+                    memcpy(recv + (size_t)root * n, send, n * sizeof(int));
+                    check_rc(kase, MPI_Gather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv, (int)n, MPI_INT, root, comm));
+                } else {
+                    check_rc(kase, MPI_Gather(send, (int)n, MPI_INT, recv, (int)n, MPI_INT, root, comm));
+                }
+                if (rank == root) {
+                    for (int r = 0; r < size; r++)
+                        for (size_t i = 0; i < n; i++)
+                            if (recv[(size_t)r * n + i] != (int)(i * 5) + r * 100000) {
+                                fail(kase, "wrong data");
+                                r = size;
+                                break;
+                            }
+                    digest(kase, recv, n * (size_t)size * sizeof(int));
+                }
+                free(send);
+                free(recv);
+            }
+        }
+        /* gatherv: uneven counts (rank 1's 0), blocks reversed with gaps,
+         * the buffer pointer in the middle: negative displacements. */
+        for (int in_place = 0; in_place < 2; in_place++) {
+            int *rc_ = xmalloc((size_t)size * sizeof(int)), *displs = xmalloc((size_t)size * sizeof(int));
+            int total = 0;
+            for (int r = 0; r < size; r++) {
+                rc_[r] = r == 1 ? 0 : (r + 1) * 700;
+                total += rc_[r] + 2;
+            }
+            int *base = xmalloc((size_t)total * sizeof(int)), off = 0;
+            for (int r = size - 1; r >= 0; r--) {
+                displs[r] = off - total / 2;
+                off += rc_[r] + 2;
+            }
+            int *recv = base + total / 2, *send = xmalloc((size_t)(rc_[rank] + 1) * sizeof(int));
+            for (int i = 0; i < total; i++)
+                base[i] = -3;
+            for (int i = 0; i < rc_[rank]; i++)
+                send[i] = rank * 1000 + i;
+            char kase[96];
+            snprintf(kase, sizeof(kase), "gatherv.%s.root%d%s", cname, root, in_place ? ".inplace" : "");
+            if (in_place && rank == root) {
+                memcpy(recv + displs[root], send, (size_t)rc_[root] * sizeof(int));
+                check_rc(kase, MPI_Gatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv, rc_, displs, MPI_INT, root, comm));
+            } else {
+                check_rc(kase, MPI_Gatherv(send, rc_[rank], MPI_INT, recv, rc_, displs, MPI_INT, root, comm));
+            }
+            if (rank == root) {
+                for (int r = 0; r < size; r++)
+                    for (int i = 0; i < rc_[r]; i++)
+                        if (recv[displs[r] + i] != r * 1000 + i) {
+                            fail(kase, "wrong data");
+                            r = size;
+                            break;
+                        }
+                digest(kase, base, (size_t)total * sizeof(int));
+            }
+            free(rc_);
+            free(displs);
+            free(base);
+            free(send);
+        }
+    }
+    /* A receive type with gaps (every other int). */
+    char kase[96];
+    snprintf(kase, sizeof(kase), "gather.%s.gappy", cname);
+    MPI_Datatype gap;
+    MPI_Type_vector(16, 1, 2, MPI_INT, &gap);
+    MPI_Type_commit(&gap);
+    int send[16], *recv = xmalloc((size_t)size * 32 * sizeof(int));
+    for (int i = 0; i < 16; i++)
+        send[i] = rank * 100 + i;
+    for (int i = 0; i < size * 32; i++)
+        recv[i] = -1;
+    check_rc(kase, MPI_Gather(send, 16, MPI_INT, recv, 1, gap, 0, comm));
+    if (rank == 0) {
+        for (int r = 0; r < size; r++)
+            for (int i = 0; i < 16; i++)
+                if (recv[31 * r + 2 * i] != r * 100 + i)
+                    fail(kase, "wrong data");
+        digest(kase, recv, (size_t)size * 32 * sizeof(int));
+    }
+    free(recv);
+    MPI_Type_free(&gap);
+}
+
+static void alltoall_all(MPI_Comm comm, const char *cname)
+{
+    static const size_t counts[] = {1, 100, 20000};
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    for (size_t ci = 0; ci < sizeof(counts) / sizeof(counts[0]); ci++) {
+        size_t n = counts[ci];
+        for (int in_place = 0; in_place < 2; in_place++) {
+            char kase[96];
+            snprintf(kase, sizeof(kase), "alltoall.%s.n%zu%s", cname, n, in_place ? ".inplace" : "");
+            int *send = xmalloc(n * (size_t)size * sizeof(int)), *recv = xmalloc(n * (size_t)size * sizeof(int));
+            for (int j = 0; j < size; j++)
+                for (size_t i = 0; i < n; i++)
+                    send[(size_t)j * n + i] = rank * 1000000 + j * 10000 + (int)(i % 10000);
+            if (in_place) {
+                memcpy(recv, send, n * (size_t)size * sizeof(int));
+                check_rc(kase, MPI_Alltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv, (int)n, MPI_INT, comm));
+            } else {
+                check_rc(kase, MPI_Alltoall(send, (int)n, MPI_INT, recv, (int)n, MPI_INT, comm));
+            }
+            for (int j = 0; j < size; j++)
+                for (size_t i = 0; i < n; i++)
+                    if (recv[(size_t)j * n + i] != j * 1000000 + rank * 10000 + (int)(i % 10000)) {
+                        fail(kase, "wrong data");
+                        j = size;
+                        break;
+                    }
+            digest(kase, recv, n * (size_t)size * sizeof(int));
+            free(send);
+            free(recv);
+        }
+    }
+    /* alltoallv: rank r sends (r + 2j) % 4 * 333 ints to j; both layouts
+     * reversed with gaps, the pointers in the middle: negative displacements. */
+    int *sc = xmalloc((size_t)size * sizeof(int)), *rc_ = xmalloc((size_t)size * sizeof(int));
+    int *sd = xmalloc((size_t)size * sizeof(int)), *rd = xmalloc((size_t)size * sizeof(int));
+    int stot = 0, rtot = 0;
+    for (int j = 0; j < size; j++) {
+        sc[j] = ((rank + 2 * j) % 4) * 333;
+        rc_[j] = ((j + 2 * rank) % 4) * 333;
+        stot += sc[j] + 1;
+        rtot += rc_[j] + 1;
+    }
+    int sat = 0, rat = 0;
+    for (int j = size - 1; j >= 0; j--) {
+        sd[j] = sat - stot / 2;
+        rd[j] = rat - rtot / 2;
+        sat += sc[j] + 1;
+        rat += rc_[j] + 1;
+    }
+    int *sbase = xmalloc((size_t)stot * sizeof(int)), *rbase = xmalloc((size_t)rtot * sizeof(int));
+    for (int j = 0; j < size; j++)
+        for (int i = 0; i < sc[j]; i++)
+            sbase[stot / 2 + sd[j] + i] = rank * 100000 + j * 1000 + i;
+    for (int i = 0; i < rtot; i++)
+        rbase[i] = -4;
+    char kase[96];
+    snprintf(kase, sizeof(kase), "alltoallv.%s", cname);
+    check_rc(kase, MPI_Alltoallv(sbase + stot / 2, sc, sd, MPI_INT, rbase + rtot / 2, rc_, rd, MPI_INT, comm));
+    for (int j = 0; j < size; j++)
+        for (int i = 0; i < rc_[j]; i++)
+            if (rbase[rtot / 2 + rd[j] + i] != j * 100000 + rank * 1000 + i) {
+                fail(kase, "wrong data");
+                j = size;
+                break;
+            }
+    digest(kase, rbase, (size_t)rtot * sizeof(int));
+    free(sc);
+    free(rc_);
+    free(sd);
+    free(rd);
+    free(sbase);
+    free(rbase);
 }
 
 /* --- bcast ------------------------------------------------------------------ */
@@ -665,7 +1044,8 @@ static void nonblocking_mix(MPI_Comm comm, MPI_Comm other, const char *cname)
         mine[i] = rank * 64 + i;
     for (int i = 0; i < 10; i++)
         csum[i] = i;
-    MPI_Request req[9];
+    int *rsum = xmalloc(N * sizeof(int)), *scn = xmalloc(N * sizeof(int)), *a2a = xmalloc(64 * sizeof(int));
+    MPI_Request req[12];
     int n = 0;
     char kase[96];
     snprintf(kase, sizeof(kase), "nonblocking.%s", cname);
@@ -677,6 +1057,10 @@ static void nonblocking_mix(MPI_Comm comm, MPI_Comm other, const char *cname)
     check_rc(kase, MPI_Isend(ring_out, N, MPI_INT, (rank + 1) % size, 7, comm, &req[n++]));
     check_rc(kase, MPI_Iallreduce(MPI_IN_PLACE, csum, 10, MPI_INT, MPI_MAX, other, &req[n++]));
     check_rc(kase, MPI_Ibarrier(comm, &req[n++]));
+    check_rc(kase, MPI_Ireduce(a, rsum, N, MPI_INT, MPI_SUM, size - 1, comm, &req[n++]));
+    check_rc(kase, MPI_Iscan(a, scn, N, MPI_INT, MPI_SUM, comm, &req[n++]));
+    check_rc(kase, MPI_Ialltoall(mine, 64 / size > 0 ? 64 / size : 1, MPI_INT, a2a, 64 / size > 0 ? 64 / size : 1,
+                                 MPI_INT, comm, &req[n++]));
     /* Complete in reverse order, one at a time (each wait drives all). */
     for (int k = n - 1; k >= 0; k--)
         check_rc(kase, MPI_Wait(&req[k], MPI_STATUS_IGNORE));
@@ -690,7 +1074,20 @@ static void nonblocking_mix(MPI_Comm comm, MPI_Comm other, const char *cname)
     for (int i = 0; i < size * 64; i++)
         if (g[i] != i)
             fail(kase, "wrong allgather");
+    for (int i = 0; i < N; i++)
+        if ((rank == size - 1 && rsum[i] != size * i + size * (size - 1) / 2) ||
+            scn[i] != (rank + 1) * i + rank * (rank + 1) / 2) {
+            fail(kase, "wrong ireduce or iscan");
+            break;
+        }
+    int per = 64 / size > 0 ? 64 / size : 1;
+    for (int j = 0; j < size && per * size <= 64; j++)
+        if (a2a[j * per] != j * 64 + rank * per)
+            fail(kase, "wrong ialltoall");
     digest(kase, asum, N * sizeof(int));
+    free(rsum);
+    free(scn);
+    free(a2a);
     /* A blocking collective on one communicator while a non-blocking one is
      * pending on another, finished by MPI_Test polling. */
     int x = rank, y = 0, flag = 0;
@@ -725,11 +1122,16 @@ static void suite(MPI_Comm comm, const char *cname, int full, int check_order)
         allreduce_case(comm, cname, &g_types[20], sum, 70001, 1); /* double */
         allreduce_user_ops(comm, cname);
     }
+    reductions_all(comm, cname, full);
+    if (full)
+        pairs_all(comm, cname);
     bcast_all(comm, cname);
     allgather_all(comm, cname);
     allgatherv_all(comm, cname);
     scatter_all(comm, cname);
     scatterv_all(comm, cname);
+    gather_all(comm, cname, full);
+    alltoall_all(comm, cname);
     char kase[64];
     snprintf(kase, sizeof(kase), "barrier.%s", cname);
     check_rc(kase, MPI_Barrier(comm));
@@ -811,15 +1213,51 @@ static int run_all(int check_order)
     return 0;
 }
 
-/* Only calls zap cannot take: two user ops, MINLOC, MAXLOC, a logical op.
- * The component must hand all five to the component below. */
+/* Only calls zap cannot take, five allreduces: a user op on a derived
+ * datatype, long double, long double complex, and MINLOC on Fortran's
+ * MPI_2DOUBLE_PRECISION and MPI_2REAL (their index is a float). The component
+ * must hand all five to the component below (and their results must be
+ * right). */
+static void user_sum_pair(void *in, void *inout, int *len, MPI_Datatype *dt)
+{
+    (void)dt;
+    for (int i = 0; i < 2 * *len; i++)
+        ((int *)inout)[i] += ((int *)in)[i];
+}
+
 static int run_fallback(void)
 {
-    allreduce_user_ops(MPI_COMM_WORLD, "world");
-    allreduce_pairs(MPI_COMM_WORLD, "world");
-    for (size_t ti = 0; ti < NTYPES; ti++)
-        if (!strcmp(g_types[ti].name, "int"))
-            allreduce_case(MPI_COMM_WORLD, "world", &g_types[ti], &g_ops[7], 1000, 0); /* land */
+    MPI_Comm comm = MPI_COMM_WORLD;
+    int size = g_size, rank = g_rank;
+    MPI_Datatype pair;
+    MPI_Type_contiguous(2, MPI_INT, &pair);
+    MPI_Type_commit(&pair);
+    MPI_Op sum;
+    MPI_Op_create(user_sum_pair, 1, &sum);
+    int in[8], out[8];
+    for (int i = 0; i < 8; i++)
+        in[i] = rank + i;
+    check_rc("fallback.userop_derived", MPI_Allreduce(in, out, 4, pair, sum, comm));
+    for (int i = 0; i < 8; i++)
+        if (out[i] != size * i + size * (size - 1) / 2)
+            fail("fallback.userop_derived", "wrong sum");
+    digest("fallback.userop_derived", out, sizeof(out));
+    long double ld = rank + 0.5L, lds = 0;
+    check_rc("fallback.long_double", MPI_Allreduce(&ld, &lds, 1, MPI_LONG_DOUBLE, MPI_SUM, comm));
+    if (lds != size * (size - 1) / 2.0L + size * 0.5L)
+        fail("fallback.long_double", "wrong sum");
+    long double _Complex lc = rank, lcs = 0;
+    check_rc("fallback.long_double_complex", MPI_Allreduce(&lc, &lcs, 1, MPI_C_LONG_DOUBLE_COMPLEX, MPI_SUM, comm));
+    double d2[2] = {(double)(rank % 2 + 1), (double)rank}, d2s[2];
+    check_rc("fallback.2double_minloc", MPI_Allreduce(d2, d2s, 1, MPI_2DOUBLE_PRECISION, MPI_MINLOC, comm));
+    if (d2s[0] != 1 || d2s[1] != 0)
+        fail("fallback.2double_minloc", "wrong minloc");
+    float r2[2] = {(float)(rank % 2), (float)rank}, r2s[2];
+    check_rc("fallback.2real_minloc", MPI_Allreduce(r2, r2s, 1, MPI_2REAL, MPI_MINLOC, comm));
+    if (r2s[0] != 0 || r2s[1] != 0)
+        fail("fallback.2real_minloc", "wrong minloc");
+    MPI_Type_free(&pair);
+    MPI_Op_free(&sum);
     return 0;
 }
 

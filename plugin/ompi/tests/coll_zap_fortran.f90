@@ -48,7 +48,7 @@ program coll_zap_fortran
   call expect_double('allreduce.double.sum.inplace', db, ierr)
   call MPI_Allreduce(ia, ib, n, MPI_INTEGER, MPI_BOR, MPI_COMM_WORLD, ierr)
   call expect_int('allreduce.integer.bor', ib, ierr)
-  ! LOGICAL and a logical op (zap has neither): the component below runs it.
+  ! LOGICAL and a logical op (zap takes no Fortran LOGICAL): the component below runs it.
   do i = 1, n
     la(i) = mod(i + rank, 3) == 0
   end do

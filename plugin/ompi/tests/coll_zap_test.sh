@@ -118,18 +118,22 @@ ompi_info_lists_params)
     pass
     ;;
 c_matches_open_mpi)
-    # Every routed collective, every predefined type and op, in place, every
-    # root, uneven v-counts, derived layouts, dup/split/create_group/
-    # split_type, non-blocking with point-to-point: results with the
-    # component equal Open MPI's own, and zap ran every routed collective
-    # (the statistics), while user ops, logical ops, MINLOC/MAXLOC went below.
+    # Every routed collective, every predefined type and op (logical ops,
+    # MINLOC/MAXLOC on the pair types, complex, C user ops included), in
+    # place, every root, uneven v-counts with negative displacements, derived
+    # layouts, dup/split/create_group/split_type, non-blocking with
+    # point-to-point: results with the component equal Open MPI's own, and
+    # zap ran every routed collective (the statistics), while the types it
+    # lacks (long double, Fortran's LOGICAL) went below.
     run "$ZAP_TEST_MPIEXEC" $BASE -np "$np" "$ZAP_TEST_CHECK" all "$tmp/without"
     [ $rc -eq 0 ] || fail "the program failed without the component (status $rc)"
     no_zap_output
     run "$ZAP_TEST_MPIEXEC" $BASE $ON $OPEN -np "$np" -x CHECK_ZAP_ORDER=1 "$ZAP_TEST_CHECK" all "$tmp/with"
     [ $rc -eq 0 ] || fail "the program failed with the component (status $rc)"
     same_digests without with
-    for c in allreduce iallreduce bcast ibcast allgather iallgather allgatherv scatter scatterv barrier ibarrier; do
+    for c in allreduce iallreduce bcast ibcast allgather iallgather allgatherv scatter scatterv barrier ibarrier \
+             reduce ireduce reduce_scatter reduce_scatter_block gather gatherv alltoall ialltoall alltoallv \
+             scan iscan exscan; do
         n=$(zap_count "$c")
         [ "$n" -gt 0 ] || fail "zap ran no $c on some rank (statistics)"
     done
@@ -167,9 +171,12 @@ defaults_route_by_size)
     [ "$(why_count scatterv off)" -gt 0 ] || fail "scatterv did not go below (coll_zap_scatterv defaults to 0)"
     pass
     ;;
-user_op_falls_back)
-    # Only user ops, MINLOC/MAXLOC and a logical op: nothing for zap; each
-    # goes to the component below and gives the right result.
+unserved_types_fall_back)
+    # Only calls zap cannot take (a user op on a derived type, long double,
+    # long double complex, MINLOC on Fortran's MPI_2DOUBLE_PRECISION and
+    # MPI_2REAL):
+    # nothing for zap; each goes to the component below and gives the right
+    # result.
     run "$ZAP_TEST_MPIEXEC" $BASE $ON $OPEN -np "$np" "$ZAP_TEST_CHECK" fallback "$tmp/with"
     [ $rc -eq 0 ] || fail "the program failed (status $rc)"
     for r in $(seq 0 $((np - 1))); do

@@ -1,0 +1,103 @@
+/* Shared-memory alltoall (alltoall only; ranks on one host).
+ *
+ * Up to a slot (p blocks in ZAP_COLL_SHM_PAYLOAD bytes) the send buffer
+ * rides the agreement without combining (zap_coll_agree_init_gather) and
+ * every rank copies its block out of each rank's slot: no message at all.
+ *
+ * Beyond, up to the large area (p blocks per rank), large exchange k: every
+ * rank copies its send buffer into its input area and publishes in_seq;
+ * once every in_seq holds k it copies its block out of each rank's area into
+ * recvbuf, publishes fin_seq and returns once every fin_seq holds k (its
+ * area has been read by all and may be overwritten). Two copies per byte and
+ * two waits, against p - 1 message rounds. In place works: the send buffer
+ * is copied out before anything is written to it. */
+#include "coll/alltoall/alltoall.h"
+#include "coll/engine/mem.h"
+#include "coll/engine/select.h"
+#include "coll/shm/shm.h"
+#include <string.h>
+
+typedef struct a2a_shm {
+    int step;
+    size_t blk;
+    zap_coll_shm_wait_t wait;
+} a2a_shm_t;
+_Static_assert(sizeof(a2a_shm_t) <= ZAP_COLL_ALG_STATE_BYTES, "state too large");
+
+static zap_status_t small_finish(zap_coll_op_t *op)
+{
+    a2a_shm_t *s = (a2a_shm_t *)op->alg_state;
+    int r = op->comm->rank;
+    for (int q = 0; q < op->comm->size; q++)
+        zap_coll_copy(op, (char *)op->args.dst + (size_t)q * s->blk,
+                      (const char *)zap_coll_agree_slot(op, q) + (size_t)r * s->blk, s->blk);
+    return ZAP_OK;
+}
+
+static zap_status_t large_progress(zap_coll_op_t *op)
+{
+    a2a_shm_t *s = (a2a_shm_t *)op->alg_state;
+    const zap_coll_args_t *a = &op->args;
+    zap_coll_shm_t *sh = op->comm->shm;
+    int r = sh->rank, p = sh->size;
+    zap_status_t st;
+    if (s->step == 0) {
+        st = zap_coll_shm_large_turn(op, s->blk * (size_t)p);
+        if (st == ZAP_ERR_NO_MEMORY) /* no room for the area: every rank takes the next candidate */
+            return zap_coll_fall_back(op);
+        if (st != ZAP_OK)
+            return st;
+        zap_coll_copy(op, sh->big_in + (size_t)r * sh->big_bytes, zap_a2a_in_place(a) ? a->dst : a->src,
+                      s->blk * (size_t)p);
+        atomic_store_explicit(&sh->ctl[r].in_seq, zap_coll_shm_tag(op->shm_big_seq, 0), memory_order_release);
+        s->step = 1;
+        s->wait = (zap_coll_shm_wait_t){0, 0, 0};
+    }
+    uint64_t k = op->shm_big_seq;
+    if (s->step == 1) {
+        st = zap_coll_shm_gather(op, &sh->ctl[0].in_seq, sizeof(sh->ctl[0]), zap_coll_shm_tag(k, 0), true, &s->wait);
+        if (st != ZAP_OK)
+            return st;
+        for (int i = 0; i < p; i++) { /* from the next rank on, so that p ranks do not all read rank 0 first */
+            int q = (r + i) % p;
+            zap_coll_copy(op, (char *)a->dst + (size_t)q * s->blk,
+                          sh->big_in + (size_t)q * sh->big_bytes + (size_t)r * s->blk, s->blk);
+        }
+        atomic_store_explicit(&sh->ctl[r].fin_seq, zap_coll_shm_fin(k), memory_order_release);
+        s->step = 2;
+        s->wait = (zap_coll_shm_wait_t){0, 0, 0};
+    }
+    st = zap_coll_shm_gather(op, &sh->ctl[0].fin_seq, sizeof(sh->ctl[0]), zap_coll_shm_fin(k), true, &s->wait);
+    if (st != ZAP_OK)
+        return st;
+    sh->big_done = k;
+    return ZAP_OK;
+}
+
+zap_status_t zap_alltoall_shm_init(zap_coll_op_t *op)
+{
+    zap_coll_shm_t *sh = op->comm->shm;
+    const zap_coll_args_t *a = &op->args;
+    a2a_shm_t *s = (a2a_shm_t *)op->alg_state;
+    if (sh == NULL || zap_a2a_is_v(a))
+        return ZAP_ERR_UNSUPPORTED;
+    memset(s, 0, sizeof(*s));
+    s->blk = a->fixed * zap_dtype_size(a->dt);
+    size_t all = s->blk * (size_t)op->comm->size;
+    if (all == 0) {
+        op->progress = NULL;
+        return ZAP_OK;
+    }
+    if (all <= ZAP_COLL_SHM_PAYLOAD && !op->agreed && op->form == ZAP_COLL_FORM_SHM) {
+        zap_status_t st = zap_coll_agree_init_gather(op, zap_a2a_in_place(a) ? a->dst : a->src, all);
+        if (st != ZAP_OK)
+            return st;
+        op->agreeing = true;
+        op->progress = small_finish;
+        return ZAP_OK;
+    }
+    if (sh->big_bytes == 0 || all > sh->big_bytes)
+        return ZAP_ERR_UNSUPPORTED;
+    op->progress = large_progress;
+    return ZAP_OK;
+}

@@ -1,0 +1,160 @@
+/* The hosts' hierarchy of a communicator (hier.h): found from the
+ * transport's host identities at the first call that asks, and its
+ * communicators made at the first call that runs a stage on them. */
+#include "coll/hier/hier.h"
+#include "coll/allreduce/allreduce.h"
+#include "coll/engine/op.h"
+#include "base/log.h"
+#include <stdlib.h>
+
+static bool find(zap_comm_t *comm)
+{
+    if (!comm->set.hier || comm->size < 3) /* two ranks are flat whatever their hosts */
+        return false;
+    int p = comm->size;
+    uint64_t *ids = malloc(sizeof(uint64_t) * (size_t)p);
+    if (ids == NULL)
+        return false; /* every rank fails alike only if all run short; flat is always correct */
+    bool several = false;
+    for (int r = 0; r < p; r++) {
+        if (zap_transport_host(comm->t, zap_coll_transport_rank(comm, r), &ids[r]) != ZAP_OK)
+            ids[r] = 0;
+        several = several || ids[r] != ids[0];
+    }
+    zap_coll_topo_t *topo = NULL;
+    zap_coll_hier_t *h = NULL;
+    if (several && zap_coll_topo_build(ids, p, &topo) == ZAP_OK && zap_coll_topo_layered(topo) &&
+        (h = calloc(1, sizeof(*h))) != NULL) {
+        h->topo = topo;
+        h->host = topo->host[comm->rank];
+        h->local = topo->local[comm->rank];
+        h->nlocal = topo->host_size[h->host];
+        h->leader = zap_coll_topo_rank(topo, h->host, 0);
+        h->slices = topo->min_host_size;
+        comm->hier = h;
+    } else {
+        zap_coll_topo_free(topo);
+    }
+    free(ids);
+    return comm->hier != NULL;
+}
+
+static int by_value(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+int zap_coll_hier_count_hosts(const zap_comm_t *comm)
+{
+    uint64_t *ids = malloc(sizeof(uint64_t) * (size_t)comm->size);
+    if (ids == NULL)
+        return 1;
+    for (int r = 0; r < comm->size; r++)
+        if (zap_transport_host(comm->t, zap_coll_transport_rank(comm, r), &ids[r]) != ZAP_OK)
+            ids[r] = 0;
+    qsort(ids, (size_t)comm->size, sizeof(uint64_t), by_value);
+    int n = 1;
+    for (int r = 1; r < comm->size; r++)
+        n += ids[r] != ids[r - 1];
+    free(ids);
+    return n;
+}
+
+bool zap_coll_hier_layered(zap_comm_t *comm)
+{
+    if (comm->layered < 0)
+        comm->layered = find(comm) ? 1 : 0;
+    return comm->layered == 1;
+}
+
+zap_status_t zap_coll_hier_children(zap_comm_t *comm)
+{
+    zap_coll_hier_t *h = comm->hier;
+    if (h->children)
+        return h->children_status;
+    h->children = true;
+    const zap_coll_topo_t *t = h->topo;
+    zap_status_t st = ZAP_OK;
+    if (comm->child_ctx == 0) {
+        zap_error("coll: rank %d: communicator %u has no ids for its hierarchy", comm->rank, zap_coll_comm_id(comm));
+        st = ZAP_ERR_INVALID_PARAM;
+    }
+    if (st == ZAP_OK && h->nlocal > 1)
+        st = zap_coll_comm_child(comm, t->members + t->host_first[h->host], h->nlocal,
+                                 ZAP_COLL_CTX_ZAP | comm->child_ctx, &h->node);
+    if (st == ZAP_OK && h->local < h->slices) {
+        int *ranks = malloc(sizeof(int) * (size_t)t->nhosts);
+        if (ranks == NULL) {
+            st = ZAP_ERR_NO_MEMORY;
+        } else {
+            for (int g = 0; g < t->nhosts; g++)
+                ranks[g] = zap_coll_topo_rank(t, g, h->local);
+            st = zap_coll_comm_child(comm, ranks, t->nhosts, ZAP_COLL_CTX_ZAP | zap_coll_id_wrap(comm->child_ctx + 1),
+                                     &h->leaders);
+            free(ranks);
+            /* Recursive halving folds a host count that is not a power of
+             * two: the folded hosts' partners send twice their share. The
+             * ring sends 2(H-1)/H of a slice from every host. */
+            if (st == ZAP_OK && (t->nhosts & (t->nhosts - 1)) != 0)
+                h->leaders->set.alg[ZAP_COLL_ALLREDUCE] = ZAP_AR_RING;
+        }
+    }
+    h->children_status = st;
+    return st;
+}
+
+zap_status_t zap_coll_hier_ticket(zap_comm_t *comm, uint64_t *ticket_p)
+{
+    zap_coll_hier_t *h = comm->hier;
+    if (h->tickets - h->serving >= ZAP_COLL_HIER_TURNS) {
+        zap_error("coll: rank %d: more than %d hierarchical operations outstanding on communicator %u", comm->rank,
+                  ZAP_COLL_HIER_TURNS, zap_coll_comm_id(comm));
+        return ZAP_ERR_NO_RESOURCE;
+    }
+    *ticket_p = h->tickets++;
+    return ZAP_OK;
+}
+
+void zap_coll_hier_done(zap_comm_t *comm, uint64_t ticket)
+{
+    zap_coll_hier_t *h = comm->hier;
+    h->done[ticket % ZAP_COLL_HIER_TURNS] = true;
+    while (h->serving < h->tickets && h->done[h->serving % ZAP_COLL_HIER_TURNS]) {
+        h->done[h->serving % ZAP_COLL_HIER_TURNS] = false;
+        h->serving++;
+    }
+}
+
+zap_status_t zap_coll_hier_stage_failed(zap_comm_t *comm, zap_status_t st)
+{
+    if (st != ZAP_ERR_PEER_FAILED)
+        return st;
+    double until = zap_clock_now() + 0.1;
+    while (zap_clock_now() < until)
+        (void)zap_transport_progress(comm->t);
+    return st;
+}
+
+void zap_coll_hier_abandon(zap_request_t *req)
+{
+    if (req == NULL)
+        return;
+    /* A collective request is the operation's first member (engine/op.h). */
+    zap_coll_op_t *op = (zap_coll_op_t *)req;
+    if (op->status == ZAP_INPROGRESS)
+        op->timed_out = true; /* what stops free from finishing a shared-memory call first */
+    zap_request_free(req);
+}
+
+void zap_coll_hier_free(zap_comm_t *comm)
+{
+    zap_coll_hier_t *h = comm->hier;
+    if (h == NULL)
+        return;
+    zap_comm_destroy(h->node);
+    zap_comm_destroy(h->leaders);
+    zap_coll_topo_free(h->topo);
+    free(h);
+    comm->hier = NULL;
+}

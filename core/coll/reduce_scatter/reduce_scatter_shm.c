@@ -1,0 +1,127 @@
+/* Shared-memory reduce-scatter, for ranks on one host (coll/shm/shm.h).
+ *
+ * Up to a slot (ZAP_COLL_SHM_PAYLOAD bytes) the whole input rides the
+ * agreement: every rank publishes its vector in its slot without combining
+ * (zap_coll_agree_init_gather), then reduces its own part over the p slots
+ * in rank order into recvbuf. No message; each rank reads p parts and
+ * writes one.
+ *
+ * Larger vectors, up to the segment's large area, are large exchange k: each
+ * rank copies its input into its input area and publishes in_seq; once every
+ * in_seq holds k it reduces its own part straight from the p input areas,
+ * (c0 op c1) op ... op c(p-1), into recvbuf, publishes fin_seq and returns
+ * once every fin_seq holds k (its input area is then read by all, and the
+ * next large exchange may overwrite it). One copy in and one pass over p
+ * parts per rank, against the ring's p - 1 message rounds.
+ *
+ * Rank order for every op; each element is computed once, by its part's
+ * rank. */
+#include "coll/reduce_scatter/reduce_scatter.h"
+#include "coll/engine/mem.h"
+#include "coll/engine/select.h"
+#include "coll/reduce/reduce.h"
+#include "coll/shm/shm.h"
+#include <string.h>
+
+typedef struct rs_shm {
+    int step;
+    zap_coll_shm_wait_t wait;
+} rs_shm_t;
+_Static_assert(sizeof(rs_shm_t) <= ZAP_COLL_ALG_STATE_BYTES, "state too large");
+
+/* Rank r's part over the p inputs (input q at in(q)) into recvbuf. */
+static void reduce_part(zap_coll_op_t *op, const unsigned char *(*in)(const zap_coll_op_t *, int))
+{
+    const zap_coll_args_t *a = &op->args;
+    int r = op->comm->rank, p = op->comm->size;
+    size_t es = zap_dtype_size(a->dt), off = zap_rs_offset(a, r) * es, n = zap_rs_count(a, r);
+    if (n == 0)
+        return;
+    /* The operands are host memory: the CPU combines them, into recvbuf when
+     * it is host memory too, else into scratch that is copied over. */
+    unsigned char *out = op->mem == ZAP_MEM_HOST ? a->dst : op->scratch.ptr;
+    memcpy(out, in(op, 0) + off, n * es);
+    for (int q = 1; q < p; q++)
+        zap_reduce_cpu(a->dt, a->op, out, out, in(op, q) + off, n);
+    if (out != a->dst)
+        zap_coll_copy(op, a->dst, out, n * es);
+}
+
+static const unsigned char *slot_in(const zap_coll_op_t *op, int q) { return zap_coll_agree_slot(op, q); }
+
+static const unsigned char *area_in(const zap_coll_op_t *op, int q)
+{
+    const zap_coll_shm_t *sh = op->comm->shm;
+    return sh->big_in + (size_t)q * sh->big_bytes;
+}
+
+static zap_status_t small_finish(zap_coll_op_t *op)
+{
+    reduce_part(op, slot_in);
+    return ZAP_OK;
+}
+
+static zap_status_t large_progress(zap_coll_op_t *op)
+{
+    rs_shm_t *s = (rs_shm_t *)op->alg_state;
+    const zap_coll_args_t *a = &op->args;
+    zap_coll_shm_t *sh = op->comm->shm;
+    zap_status_t st;
+    if (s->step == 0) {
+        st = zap_coll_shm_large_turn(op, a->bytes);
+        if (st == ZAP_ERR_NO_MEMORY) /* no room for the area: every rank takes the next candidate */
+            return zap_coll_fall_back(op);
+        if (st != ZAP_OK)
+            return st;
+        zap_coll_copy(op, sh->big_in + (size_t)sh->rank * sh->big_bytes, a->src, a->bytes);
+        atomic_store_explicit(&sh->ctl[sh->rank].in_seq, zap_coll_shm_tag(op->shm_big_seq, 0), memory_order_release);
+        s->step = 1;
+        s->wait = (zap_coll_shm_wait_t){0, 0, 0};
+    }
+    uint64_t k = op->shm_big_seq;
+    if (s->step == 1) {
+        st = zap_coll_shm_gather(op, &sh->ctl[0].in_seq, sizeof(sh->ctl[0]), zap_coll_shm_tag(k, 0), true, &s->wait);
+        if (st != ZAP_OK)
+            return st;
+        reduce_part(op, area_in);
+        atomic_store_explicit(&sh->ctl[sh->rank].fin_seq, zap_coll_shm_fin(k), memory_order_release);
+        s->step = 2;
+        s->wait = (zap_coll_shm_wait_t){0, 0, 0};
+    }
+    st = zap_coll_shm_gather(op, &sh->ctl[0].fin_seq, sizeof(sh->ctl[0]), zap_coll_shm_fin(k), true, &s->wait);
+    if (st != ZAP_OK)
+        return st;
+    sh->big_done = k;
+    return ZAP_OK;
+}
+
+zap_status_t zap_reduce_scatter_shm_init(zap_coll_op_t *op)
+{
+    zap_coll_shm_t *sh = op->comm->shm;
+    const zap_coll_args_t *a = &op->args;
+    rs_shm_t *s = (rs_shm_t *)op->alg_state;
+    if (sh == NULL)
+        return ZAP_ERR_UNSUPPORTED;
+    memset(s, 0, sizeof(*s));
+    if (a->count == 0) {
+        op->progress = NULL;
+        return ZAP_OK;
+    }
+    bool small = a->bytes <= ZAP_COLL_SHM_PAYLOAD && !op->agreed && op->form == ZAP_COLL_FORM_SHM;
+    if (!small && (sh->big_bytes == 0 || a->bytes > sh->big_bytes))
+        return ZAP_ERR_UNSUPPORTED;
+    zap_status_t st = ZAP_OK;
+    if (op->mem != ZAP_MEM_HOST) /* scratch for the CPU's result, once nothing declines any more */
+        st = zap_coll_scratch(op, &op->scratch, zap_rs_count(a, op->comm->rank) * zap_dtype_size(a->dt));
+    if (st != ZAP_OK)
+        return st;
+    if (small) {
+        if ((st = zap_coll_agree_init_gather(op, a->src, a->bytes)) != ZAP_OK)
+            return st;
+        op->agreeing = true;
+        op->progress = small_finish;
+        return ZAP_OK;
+    }
+    op->progress = large_progress;
+    return ZAP_OK;
+}

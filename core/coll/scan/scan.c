@@ -1,0 +1,133 @@
+/* Scan and exscan: argument checks, the algorithm tables and the selection
+ * rows (one table each, the same algorithms).
+ *
+ * Algorithms (one file each; docs/collectives.md):
+ *   rd      recursive doubling: ceil(log2 p) rounds of whole vectors.
+ *   linear  a chain r-1 -> r -> r+1, pipelined in segments: each rank
+ *           sends and receives the vector once. Large vectors.
+ *   shm     the vectors ride the agreement's shared-memory slots; each rank
+ *           reduces the ones below it (one host, up to 4032 bytes).
+ * Every one combines in rank order, so every op runs on each. */
+#include "coll/scan/scan.h"
+#include "coll/comm_impl.h"
+#include "coll/engine/mem.h"
+#include "coll/engine/select.h"
+#include "coll/reduce/reduce.h"
+#include "coll/shm/shm.h"
+#include "base/log.h"
+#include <stdint.h>
+
+#define KiB(n) ((size_t)(n) << 10)
+
+static const zap_coll_alg_t algs[ZAP_SC_NALGS] = {
+    [ZAP_SC_RD] = {.name = "rd", .description = "recursive doubling of partials over aligned runs of ranks",
+                   .init = zap_scan_rd_init, .by_name = true},
+    [ZAP_SC_LINEAR] = {.name = "linear", .description = "a chain through the ranks, pipelined in segments",
+                       .init = zap_scan_linear_init, .by_name = true},
+    [ZAP_SC_SHM] = {.name = "shm", .description = "the vectors in the shared segment's slots, each rank reduces",
+                    .init = zap_scan_shm_init, .require = ZAP_COLL_PRED_SAME_HOST | ZAP_COLL_PRED_FITS_SHM,
+                    .agrees_in_data = ZAP_COLL_SHM_MAX_BYTES, .by_name = true},
+};
+
+static const zap_coll_row_t rows[] = {
+    {ZAP_SC_SHM, 2, ZAP_COLL_SHM_MAX_RANKS, 0, ZAP_COLL_SHM_MAX_BYTES + 1, 0, 0,
+     "one host, up to a slot: the agreement carries the vectors"},
+    {ZAP_SC_RD, 1, INT32_MAX, 0, KiB(64), 0, 0, "log2(p) rounds of the whole vector"},
+    {ZAP_SC_LINEAR, 1, INT32_MAX, KiB(64), SIZE_MAX, 0, 0, "every rank sends the vector once, pipelined"},
+};
+
+static zap_coll_form_t scan_form(const zap_comm_t *comm)
+{
+    int f = comm->set.alg[ZAP_COLL_SCAN];
+    return comm->shm != NULL && (f < 0 || f == ZAP_SC_SHM) ? ZAP_COLL_FORM_SHM : ZAP_COLL_FORM_RD;
+}
+
+static zap_coll_form_t exscan_form(const zap_comm_t *comm)
+{
+    int f = comm->set.alg[ZAP_COLL_EXSCAN];
+    return comm->shm != NULL && (f < 0 || f == ZAP_SC_SHM) ? ZAP_COLL_FORM_SHM : ZAP_COLL_FORM_RD;
+}
+
+const zap_coll_desc_t zap_scan_desc = {
+    .name = "scan",
+    .kind = ZAP_COLL_SCAN,
+    .algs = algs,
+    .nalgs = ZAP_SC_NALGS,
+    .rows = rows,
+    .nrows = (int)(sizeof(rows) / sizeof(rows[0])),
+    .form = scan_form,
+    .needs_setup = true,
+    .setting = ZAP_CFG_SCAN_ALG,
+};
+
+const zap_coll_desc_t zap_exscan_desc = {
+    .name = "exscan",
+    .kind = ZAP_COLL_EXSCAN,
+    .algs = algs,
+    .nalgs = ZAP_SC_NALGS,
+    .rows = rows,
+    .nrows = (int)(sizeof(rows) / sizeof(rows[0])),
+    .form = exscan_form,
+    .needs_setup = true,
+    .setting = ZAP_CFG_EXSCAN_ALG,
+};
+
+static zap_status_t post(zap_comm_t *comm, const zap_coll_desc_t *desc, const void *sendbuf, void *recvbuf,
+                         size_t count, zap_dtype_t dt, zap_op_t zop, zap_request_t **req_p)
+{
+    if (comm == NULL || req_p == NULL)
+        return ZAP_ERR_INVALID_PARAM;
+    const char *name = desc->name;
+    zap_status_t local = zap_reduce_check(comm->rank, name, dt, zop, ZAP_MEM_HOST);
+    if (local == ZAP_OK && count > SIZE_MAX / 4 / zap_dtype_size(dt)) {
+        zap_error("coll: rank %d: %s: count %zu too large", comm->rank, name, count);
+        local = ZAP_ERR_INVALID_PARAM;
+    }
+    if (local == ZAP_OK && count > 0 && (sendbuf == NULL || recvbuf == NULL)) {
+        zap_error("coll: rank %d: %s: NULL buffer with count %zu", comm->rank, name, count);
+        local = ZAP_ERR_INVALID_PARAM;
+    }
+    zap_coll_args_t a = {.src = sendbuf == ZAP_IN_PLACE ? recvbuf : sendbuf, .dst = recvbuf, .count = count,
+                         .dt = dt, .op = zop, .root = -1, .hdr_count = count, .mem = ZAP_MEM_HOST};
+    if (local == ZAP_OK) {
+        a.call_flags = zap_coll_call_flags(dt, zop);
+        a.bytes = count * zap_dtype_size(dt);
+        a.mem = zap_coll_mem_kind(comm, recvbuf, a.bytes);
+        if (a.mem == ZAP_MEM_DEVICE)
+            local = zap_reduce_check(comm->rank, name, dt, zop, a.mem);
+    }
+    a.empty = count == 0;
+    return zap_coll_post(comm, desc, &a, local, req_p);
+}
+
+zap_status_t zap_iscan(zap_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count, zap_dtype_t dt,
+                       zap_op_t zop, zap_request_t **req_p)
+{
+    return post(comm, &zap_scan_desc, sendbuf, recvbuf, count, dt, zop, req_p);
+}
+
+zap_status_t zap_iexscan(zap_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count, zap_dtype_t dt,
+                         zap_op_t zop, zap_request_t **req_p)
+{
+    return post(comm, &zap_exscan_desc, sendbuf, recvbuf, count, dt, zop, req_p);
+}
+
+zap_status_t zap_scan(zap_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count, zap_dtype_t dt,
+                      zap_op_t zop)
+{
+    zap_request_t *req = NULL;
+    zap_status_t st = zap_iscan(comm, sendbuf, recvbuf, count, dt, zop, &req);
+    if (st != ZAP_OK)
+        return st;
+    return zap_coll_wait_free(req);
+}
+
+zap_status_t zap_exscan(zap_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count, zap_dtype_t dt,
+                        zap_op_t zop)
+{
+    zap_request_t *req = NULL;
+    zap_status_t st = zap_iexscan(comm, sendbuf, recvbuf, count, dt, zop, &req);
+    if (st != ZAP_OK)
+        return st;
+    return zap_coll_wait_free(req);
+}

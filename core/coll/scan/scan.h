@@ -1,0 +1,15 @@
+/* Scan and exscan: the algorithms, for their tables (scan.c), one file
+ * each; each serves both (op->kind says which). args.src is this rank's
+ * vector (recvbuf in place), args.dst its result. */
+#ifndef ZAP_COLL_SCAN_H
+#define ZAP_COLL_SCAN_H
+#include "coll/engine/op.h"
+
+/* Indices in both tables, in ZAP_SCAN_ALG's and ZAP_EXSCAN_ALG's order after
+ * "auto". */
+enum { ZAP_SC_RD, ZAP_SC_LINEAR, ZAP_SC_SHM, ZAP_SC_NALGS };
+
+zap_status_t zap_scan_rd_init(zap_coll_op_t *op);     /* scan_rd.c */
+zap_status_t zap_scan_linear_init(zap_coll_op_t *op); /* scan_linear.c */
+zap_status_t zap_scan_shm_init(zap_coll_op_t *op);    /* scan_shm.c: up to a slot */
+#endif

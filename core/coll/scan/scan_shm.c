@@ -1,0 +1,50 @@
+/* Shared-memory scan and exscan, vectors up to a slot's 4032 bytes (ranks
+ * on one host): every rank publishes its vector in its slot of the
+ * agreement, nothing combined (zap_coll_agree_init_gather), and rank r then
+ * reduces slots 0 .. r (exscan: 0 .. r-1) in rank order,
+ * ((x0 op x1) op x2) ..., into recvbuf: the agreement is the whole call, no
+ * message. Rank order for every op. */
+#include "coll/scan/scan.h"
+#include "coll/comm_impl.h"
+#include "coll/engine/mem.h"
+#include "coll/reduce/reduce.h"
+#include "coll/shm/shm.h"
+#include <string.h>
+
+static zap_status_t shm_finish(zap_coll_op_t *op)
+{
+    const zap_coll_args_t *a = &op->args;
+    int last = op->comm->rank - (op->kind == ZAP_COLL_EXSCAN ? 1 : 0);
+    if (last < 0)
+        return ZAP_OK; /* exscan on rank 0: nothing */
+    /* The CPU combines the host slots: into recvbuf when it is host memory,
+     * else into scratch copied over. */
+    char *out = op->mem == ZAP_MEM_HOST ? a->dst : op->scratch.ptr;
+    memcpy(out, zap_coll_agree_slot(op, 0), a->bytes);
+    for (int q = 1; q <= last; q++)
+        zap_reduce_cpu(a->dt, a->op, out, out, zap_coll_agree_slot(op, q), a->count);
+    if (out != a->dst)
+        zap_coll_copy(op, a->dst, out, a->bytes);
+    return ZAP_OK;
+}
+
+zap_status_t zap_scan_shm_init(zap_coll_op_t *op)
+{
+    const zap_coll_args_t *a = &op->args;
+    if (op->comm->shm == NULL || a->bytes > ZAP_COLL_SHM_PAYLOAD || op->agreed || op->form != ZAP_COLL_FORM_SHM)
+        return ZAP_ERR_UNSUPPORTED;
+    if (a->bytes == 0) {
+        op->progress = NULL;
+        return ZAP_OK;
+    }
+    zap_status_t st = ZAP_OK;
+    if (op->mem != ZAP_MEM_HOST)
+        st = zap_coll_scratch(op, &op->scratch, a->bytes);
+    if (st == ZAP_OK)
+        st = zap_coll_agree_init_gather(op, a->src, a->bytes);
+    if (st != ZAP_OK)
+        return st;
+    op->agreeing = true;
+    op->progress = shm_finish;
+    return ZAP_OK;
+}
