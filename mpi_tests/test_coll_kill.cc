@@ -1,0 +1,82 @@
+// A rank SIGKILLed between collectives (mpi_tests/CMakeLists.txt: 3 ranks,
+// shared memory and tcp, no ZAP_TIMEOUT): every survivor's next collective
+// fails within 1 s of the kill, with an error that names the killed rank,
+// and none returns success on that operation (docs/faults.md, "Collective
+// failure"). The ranks agree on a warm-up allreduce, meet in an MPI barrier,
+// then rank 2 kills itself while ranks 0 and 1 enter the allreduce that
+// follows. Each survivor prints "PASSED" or "FAILED: why" and leaves with
+// _exit (its peer is gone: no close, no MPI_Finalize); mpirun's own exit
+// status reports the kill, so ctest judges by those lines.
+#include <mpi.h>
+#include <signal.h>
+#include <unistd.h>
+#include <cstdio>
+#include <mutex>
+#include <string>
+extern "C" {
+#include "zap/coll.h"
+#include "zap/ucp.h"
+#include "base/log.h"
+}
+
+namespace {
+std::mutex g_mu;
+std::string g_log;
+void sink(void *, zap_log_level_t level, const char *line)
+{
+    std::lock_guard<std::mutex> g(g_mu);
+    if (level <= ZAP_LOG_ERROR)
+        g_log += line;
+}
+
+[[noreturn]] void leave(int rank, bool ok, const std::string &what)
+{
+    if (ok)
+        printf("[rank %d] PASSED: %s\n", rank, what.c_str());
+    else
+        printf("[rank %d] FAILED: %s\n", rank, what.c_str());
+    fflush(stdout);
+    _exit(ok ? 0 : 1);
+}
+} // namespace
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int rank = 0, size = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (size != 3)
+        leave(rank, false, "run with 3 ranks");
+    zap_log_set_sink(sink, nullptr);
+    zap_transport_t *t = nullptr;
+    zap_comm_t *c = nullptr;
+    if (zap_ucp_transport_create(MPI_COMM_WORLD, nullptr, &t) != ZAP_OK || zap_comm_create(t, &c) != ZAP_OK)
+        leave(rank, false, "transport or communicator create");
+    int64_t x = rank + 1, y = 0;
+    if (zap_allreduce(c, &x, &y, 1, ZAP_DT_INT64, ZAP_OP_SUM) != ZAP_OK || y != 6)
+        leave(rank, false, "warm-up allreduce");
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = zap_clock_now();
+    if (rank == 2)
+        kill(getpid(), SIGKILL);
+    // Large enough to run over the transport as well as small in the slots.
+    static int64_t big[1 << 16], out[1 << 16];
+    zap_status_t st = zap_allreduce(c, &x, &y, 1, ZAP_DT_INT64, ZAP_OP_SUM);
+    if (st == ZAP_OK)
+        st = zap_allreduce(c, big, out, 1 << 16, ZAP_DT_INT64, ZAP_OP_SUM);
+    double took = zap_clock_now() - t0;
+    std::string log;
+    {
+        std::lock_guard<std::mutex> g(g_mu);
+        log = g_log;
+    }
+    printf("[rank %d] after the kill: %s in %.3f s; log:\n%s", rank, zap_status_string(st), took, log.c_str());
+    if (st == ZAP_OK)
+        leave(rank, false, "a collective returned success after rank 2 was killed");
+    if (took > 1.0)
+        leave(rank, false, "the error came more than 1 s after the kill");
+    if (log.find("peer rank 2") == std::string::npos && log.find("transport rank 2 ") == std::string::npos)
+        leave(rank, false, "the error does not name rank 2");
+    leave(rank, true, std::string("failed with ") + zap_status_string(st) + " naming rank 2");
+}
