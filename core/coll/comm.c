@@ -80,6 +80,7 @@ static void comm_free(zap_comm_t *c)
     zap_coll_hier_free(c);
     zap_coll_shm_detach(c->shm);
     zap_coll_op_free_list(c);
+    free(c->origin_ranks);
     free(c->ranks);
     free(c);
 }
@@ -138,6 +139,14 @@ zap_status_t zap_comm_create_ex(zap_transport_t *t, const zap_comm_params_t *par
 {
     if (t == NULL || comm_p == NULL)
         return ZAP_ERR_INVALID_PARAM;
+    /* Each id exchange on a transport has its own number, counted before
+     * anything can fail here so that every rank numbers the same call alike
+     * (every rank makes the same creations in the same order). It is the
+     * exchange's sequence: a notice then says which exchange failed, and it
+     * may arrive before this rank starts the exchange (the log is read from
+     * its start, the notices of earlier exchanges skipped). */
+    zap_transport_t *home = t->notice_home != NULL ? t->notice_home : t;
+    uint64_t nth = (uint64_t)atomic_fetch_add(&home->creations, 1) + 1;
     zap_coll_settings_t set;
     zap_transport_t *wrapped = NULL;
     zap_status_t st = zap_coll_settings_resolve(params, NULL, &set);
@@ -152,11 +161,17 @@ zap_status_t zap_comm_create_ex(zap_transport_t *t, const zap_comm_params_t *par
     c->checksum_t = wrapped;
     c->unwrapped = wrapped != NULL ? t : NULL;
     /* The id exchange runs on the communicator itself with zap's creation
-     * context and sequence 1: every zap_comm_create on a transport exchanges
-     * the same messages in the same order, so consecutive creations cannot
-     * cross. */
+     * context and the exchange's number as its sequence, so consecutive
+     * creations cannot cross. */
     bool over = false;
+    c->notices_seen = 0;
+    c->notice_floor = nth;
+    c->seq = nth - 1;
+    c->origin_ctx = c->ctx;
     if ((st = agree_id(c, zap_coll_local_oversubscribed(&set), &c->ctx, &c->child_ctx, &over)) == ZAP_OK) {
+        /* A rank that failed the exchange fails this communicator here. */
+        c->origin_from = c->origin_seq = c->seq;
+        c->notice_floor = 0;
         c->seq = 0;
         c->oversubscribed = over;
         c->oversubscribed_known = true;
@@ -213,6 +228,9 @@ zap_status_t zap_comm_split(zap_comm_t *comm, int color, int key, zap_comm_t **n
     bool over = false;
     /* The parent's agreed flag where it has one: splits inherit it. */
     bool mine_over = comm->oversubscribed_known ? comm->oversubscribed : zap_coll_local_oversubscribed(&comm->set);
+    /* The child reads the notices from here on: one that fails either
+     * exchange on another rank after this one completed them revokes it. */
+    unsigned notices = zap_transport_notice_count(comm->t);
     zap_status_t st = zap_allgather(comm, mine, 2, all, ZAP_DT_INT64);
     if (st == ZAP_OK)
         st = agree_id(comm, mine_over, &ctx, &child, &over);
@@ -233,6 +251,19 @@ zap_status_t zap_comm_split(zap_comm_t *comm, int color, int key, zap_comm_t **n
     }
     c->ctx = ctx;
     c->child_ctx = child;
+    c->notices_seen = notices;
+    c->origin_ctx = comm->ctx;
+    c->origin_from = 1; /* the parent revoked from any sequence up to the split's */
+    c->origin_seq = comm->seq;
+    c->origin_size = comm->size;
+    if (comm->ranks != NULL) {
+        c->origin_ranks = malloc(sizeof(int) * (size_t)comm->size);
+        if (c->origin_ranks == NULL) {
+            comm_free(c);
+            return ZAP_ERR_NO_MEMORY;
+        }
+        memcpy(c->origin_ranks, comm->ranks, sizeof(int) * (size_t)comm->size);
+    }
     c->unwrapped = comm->unwrapped; /* the wrapper, if any, stays the parent's */
     c->oversubscribed = over;
     c->oversubscribed_known = true;

@@ -91,7 +91,24 @@ struct zap_comm {
     int revoke_culprit, revoke_by;
     bool revoke_told;
     bool revoke_logged; /* an operation failed for it has said why */
+    bool revoke_origin; /* the revocation is of the exchange that made it (origin below) */
     unsigned notices_seen;
+    /* The exchange that made this communicator (zap_comm_create's id
+     * exchange, zap_comm_split's on its parent): a notice that revokes
+     * origin_ctx at a sequence up to origin_seq (0: none) means some member
+     * failed that exchange while this rank completed it, so this
+     * communicator does not exist everywhere: it is revoked from its first
+     * operation on (op.c). Sequences below origin_from are other exchanges
+     * of a shared channel (earlier zap_comm_creates). origin_ranks: the
+     * senders that count (the exchange's members, transport ranks; NULL:
+     * every rank). notice_floor: while the id exchange runs on the creation
+     * channel, the notices of earlier exchanges on it (below it) are not
+     * this communicator's. */
+    uint32_t origin_ctx;
+    uint64_t origin_from, origin_seq;
+    uint64_t notice_floor;
+    int *origin_ranks;
+    int origin_size;
     uint64_t shm_revoke_seen; /* the segment's revocation word as last read */
     unsigned background;      /* zero-count calls whose agreement runs after they returned (op.c) */
     struct zap_coll_gpu *gpu;    /* the GPU path's channel and launch order (coll/gpu), NULL until it is voted for */

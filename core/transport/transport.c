@@ -32,6 +32,7 @@ void zap_transport_base_init(zap_transport_t *t, const zap_transport_ops_t *ops,
     atomic_flag_clear(&t->notice_lock);
     t->notices = NULL;
     t->notice_cap = 0;
+    atomic_init(&t->creations, 0);
 }
 
 void zap_transport_base_cleanup(zap_transport_t *t)

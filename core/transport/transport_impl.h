@@ -87,6 +87,10 @@ struct zap_transport {
     atomic_flag notice_lock;
     zap_notice_t *notices;
     unsigned notice_cap;
+    /* zap_comm_create's id exchanges run over this transport and its
+     * wrappers so far (kept on the notice home; coll/comm.c numbers each
+     * exchange with it, so that a notice tells which one failed). */
+    atomic_uint creations;
 };
 
 typedef enum zap_request_kind { ZAP_REQ_SEND = 1, ZAP_REQ_RECV = 2 } zap_request_kind_t;

@@ -105,15 +105,27 @@ void zap_coll_op_fail_local(zap_coll_op_t *op, zap_status_t st)
 
 /* --- revocation ------------------------------------------------------------ */
 
-/* Whether transport rank t is a member of c. */
-static bool member(const zap_comm_t *c, int t)
+/* Whether transport rank t is in ranks[0..size) (NULL: 0 .. size-1). */
+static bool listed(const int *ranks, int size, int t)
 {
-    if (c->ranks == NULL)
-        return t >= 0 && t < c->size;
-    for (int i = 0; i < c->size; i++)
-        if (c->ranks[i] == t)
+    if (ranks == NULL)
+        return t >= 0 && t < size;
+    for (int i = 0; i < size; i++)
+        if (ranks[i] == t)
             return true;
     return false;
+}
+
+/* Whether transport rank t is a member of c. */
+static bool member(const zap_comm_t *c, int t) { return listed(c->ranks, c->size, t); }
+
+/* Whether notice nt revokes the exchange that made c (comm_impl.h, origin):
+ * a member of that exchange failed it, so c is not there on every rank. */
+static bool revokes_origin(const zap_comm_t *c, const zap_notice_t *nt)
+{
+    return c->origin_seq != 0 && nt->channel == c->origin_ctx && nt->seq >= c->origin_from &&
+           nt->seq <= c->origin_seq &&
+           (c->origin_ranks == NULL ? nt->from >= 0 : listed(c->origin_ranks, c->origin_size, nt->from));
 }
 
 /* What a failure blames, for the log. */
@@ -142,6 +154,7 @@ static void learn(zap_comm_t *c, uint64_t seq, zap_status_t st, int culprit, int
     c->revoke_culprit = culprit;
     c->revoke_by = by;
     c->revoke_logged = false;
+    c->revoke_origin = false;
 }
 
 /* Reads the notices the transport received since the last look. */
@@ -150,8 +163,16 @@ static void read_notices(zap_comm_t *c)
     unsigned n = zap_transport_notice_count(c->t);
     zap_notice_t nt;
     for (; c->notices_seen < n && zap_transport_notice_get(c->t, c->notices_seen, &nt); c->notices_seen++)
-        if (nt.channel == c->ctx && member(c, nt.from))
+        if (nt.channel == c->ctx && nt.seq >= c->notice_floor && member(c, nt.from)) {
             learn(c, nt.seq, (zap_status_t)nt.status, nt.culprit, nt.from);
+        } else if (revokes_origin(c, &nt)) {
+            /* Its creation failed elsewhere: without this, this rank's
+             * first collective on it would wait for ranks that never call
+             * it (with no deadline, for ever). */
+            bool fresh = c->revoked_from != 1;
+            learn(c, 1, (zap_status_t)nt.status, nt.culprit, nt.from);
+            c->revoke_origin = c->revoke_origin || fresh;
+        }
 }
 
 static void read_segment(zap_comm_t *c)
@@ -188,7 +209,11 @@ static zap_status_t revoked_status(const zap_coll_op_t *op)
          * revoked) only at debug level. */
         char why[96];
         describe(why, sizeof(why), c->revoke_status, c->revoke_culprit);
-        if (!c->revoke_logged)
+        if (!c->revoke_logged && c->revoke_origin)
+            zap_error("coll: rank %d: collective (seq %llu, kind %d) failed: communicator %u does not exist on every "
+                      "rank: transport rank %d failed the exchange that created it (%s)",
+                      c->rank, (unsigned long long)op->seq, (int)op->kind, zap_coll_comm_id(c), c->revoke_by, why);
+        else if (!c->revoke_logged)
             zap_error("coll: rank %d: collective (seq %llu, kind %d) failed: communicator %u is revoked from sequence "
                       "%llu on: transport rank %d failed that operation (%s)",
                       c->rank, (unsigned long long)op->seq, (int)op->kind, zap_coll_comm_id(c),
