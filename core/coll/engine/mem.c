@@ -15,6 +15,7 @@
 #include "coll/engine/mem.h"
 #include "coll/reduce/reduce.h"
 #include "base/log.h"
+#include "base/vm_epoch.h"
 #include "cuda_coll.h"
 #include <stdatomic.h>
 #include <string.h>
@@ -142,17 +143,53 @@ zap_status_t zap_coll_host_unstage(zap_coll_op_t *op)
     return zap_cuda_copy(op->stage_user, op->host_stage.ptr, op->args.bytes);
 }
 
+/* Plain host buffers this thread has recently been told about, each valid
+ * while the address-space epoch it was recorded under lasts (vm_epoch.h): a
+ * program that calls collectives on the same buffers pays the driver's
+ * pointer query once, not on every call. Only host answers are kept: an
+ * address stops being host memory only by being unmapped, which moves the
+ * epoch; device and managed memory can be freed and reallocated as the other
+ * kind without any event this layer sees. Per thread, so no lock. */
+#define HOST_SEEN 4
+
+typedef struct {
+    uintptr_t lo, hi; /* [lo, hi) */
+    uint64_t epoch;
+} host_seen_t;
+
+static _Thread_local host_seen_t host_seen[HOST_SEEN];
+static _Thread_local unsigned host_seen_next;
+
+static bool seen_host(uintptr_t lo, uintptr_t hi, uint64_t epoch)
+{
+    for (unsigned i = 0; i < HOST_SEEN; i++)
+        if (host_seen[i].epoch == epoch && host_seen[i].lo <= lo && hi <= host_seen[i].hi)
+            return true;
+    return false;
+}
+
 zap_mem_kind_t zap_coll_mem_kind(zap_comm_t *comm, const void *ptr, size_t len)
 {
     if (ptr == NULL || len == 0)
         return ZAP_MEM_HOST;
+    /* Read before asking, so an unmapping during the query makes the record
+     * stale rather than wrong. 0: nobody watches, nothing is kept. */
+    uint64_t epoch = zap_vm_epoch();
+    uintptr_t lo = (uintptr_t)ptr, hi = lo + len;
+    if (epoch != 0 && hi > lo && seen_host(lo, hi, epoch))
+        return ZAP_MEM_HOST;
     zap_pool_region_t region;
     zap_mem_kind_t kind;
     if (zap_pool_lookup(zap_transport_pool(comm->t), ptr, len, -1, &region) == ZAP_OK)
-        kind = region.kind;
-    else
-        kind = zap_cuda_ptr_kind(ptr);
-    return kind == ZAP_MEM_PINNED ? ZAP_MEM_HOST : kind;
+        return region.kind == ZAP_MEM_PINNED ? ZAP_MEM_HOST : region.kind;
+    kind = zap_cuda_ptr_kind(ptr);
+    if (kind == ZAP_MEM_PINNED)
+        kind = ZAP_MEM_HOST;
+    if (kind == ZAP_MEM_HOST && epoch != 0 && hi > lo) {
+        host_seen[host_seen_next % HOST_SEEN] = (host_seen_t){.lo = lo, .hi = hi, .epoch = epoch};
+        host_seen_next++;
+    }
+    return kind;
 }
 
 /* The pipeline setting's default, and the cap of a per-size choice. */
