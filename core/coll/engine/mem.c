@@ -46,10 +46,95 @@ static zap_pool_t *coll_host_scratch_pool(void)
     return p;
 }
 
+/* Above the pool's largest class a buffer is a mapping of its own: made,
+ * registered by the transport's hooks and touched page by page on every
+ * allocation, unmapped on every free. A collective of that size would pay it
+ * per call (a 512 KiB recursive-doubling allreduce needs two 512 KiB slots),
+ * so the communicator keeps such buffers (comm->keep). */
+static bool kept_size(size_t size) { return size > zap_pool_class_size(ZAP_POOL_NUM_CLASSES - 1); }
+
+static bool keep_take(zap_comm_t *comm, zap_pool_t *pool, size_t size, zap_buf_t *buf)
+{
+    int best = -1;
+    for (int i = 0; i < ZAP_COLL_KEEP; i++)
+        if (comm->keep[i].buf.handle != 0 && comm->keep[i].pool == pool && comm->keep[i].buf.size >= size &&
+            (best < 0 || comm->keep[i].buf.size < comm->keep[best].buf.size))
+            best = i;
+    if (best < 0)
+        return false;
+    *buf = comm->keep[best].buf;
+    memset(&comm->keep[best], 0, sizeof(comm->keep[best]));
+    return true;
+}
+
+static bool keeps_any(const zap_comm_t *comm)
+{
+    for (int i = 0; i < ZAP_COLL_KEEP; i++)
+        if (comm->keep[i].buf.handle != 0)
+            return true;
+    return false;
+}
+
+/* From pool: a kept buffer that fits, else a new one; when the budget
+ * refuses, once more after giving the kept ones back. */
+static zap_status_t scratch_from(zap_comm_t *comm, zap_pool_t *pool, size_t size, zap_buf_t *buf)
+{
+    if (pool == NULL)
+        return ZAP_ERR_NO_MEMORY;
+    if (kept_size(size) && keep_take(comm, pool, size, buf))
+        return ZAP_OK;
+    zap_status_t st = zap_pool_alloc(pool, size, buf);
+    if (st == ZAP_ERR_NO_MEMORY && keeps_any(comm)) {
+        zap_coll_scratch_drop(comm);
+        st = zap_pool_alloc(pool, size, buf);
+    }
+    return st;
+}
+
+void zap_coll_scratch_free(zap_comm_t *comm, zap_buf_t *buf)
+{
+    if (buf->handle == 0)
+        return;
+    if (!kept_size(buf->size)) {
+        (void)zap_buf_free(buf);
+        return;
+    }
+    zap_pool_t *hp = atomic_load_explicit(&host_scratch_pool, memory_order_acquire);
+    zap_pool_region_t r;
+    zap_pool_t *pool = hp != NULL && zap_pool_lookup(hp, buf->ptr, 1, -1, &r) == ZAP_OK ? hp
+                                                                                       : zap_transport_pool(comm->t);
+    int slot = 0; /* an empty slot, else the smallest kept buffer */
+    for (int i = 0; i < ZAP_COLL_KEEP; i++) {
+        if (comm->keep[i].buf.handle == 0) {
+            slot = i;
+            break;
+        }
+        if (comm->keep[i].buf.size < comm->keep[slot].buf.size)
+            slot = i;
+    }
+    if (comm->keep[slot].buf.handle != 0) {
+        if (comm->keep[slot].buf.size >= buf->size) {
+            (void)zap_buf_free(buf);
+            return;
+        }
+        (void)zap_buf_free(&comm->keep[slot].buf);
+    }
+    comm->keep[slot].buf = *buf;
+    comm->keep[slot].pool = pool;
+    memset(buf, 0, sizeof(*buf));
+}
+
+void zap_coll_scratch_drop(zap_comm_t *comm)
+{
+    for (int i = 0; i < ZAP_COLL_KEEP; i++)
+        if (comm->keep[i].buf.handle != 0)
+            (void)zap_buf_free(&comm->keep[i].buf);
+    memset(comm->keep, 0, sizeof(comm->keep));
+}
+
 zap_status_t zap_coll_host_scratch(zap_coll_op_t *op, zap_buf_t *buf, size_t size)
 {
-    zap_pool_t *hp = coll_host_scratch_pool();
-    zap_status_t st = hp != NULL ? zap_pool_alloc(hp, size, buf) : ZAP_ERR_NO_MEMORY;
+    zap_status_t st = scratch_from(op->comm, coll_host_scratch_pool(), size, buf);
     if (st != ZAP_OK)
         zap_error("coll: rank %d: no host buffer of %zu bytes (%s)", op->comm->rank, size, zap_status_string(st));
     return st;
@@ -61,12 +146,10 @@ zap_status_t zap_coll_scratch(zap_coll_op_t *op, zap_buf_t *buf, size_t size)
         memset(buf, 0, sizeof(*buf));
         return ZAP_OK;
     }
-    if (op->mem != ZAP_MEM_DEVICE && zap_pool_kind(zap_transport_pool(op->comm->t)) == ZAP_MEM_MANAGED) {
-        zap_pool_t *hp = coll_host_scratch_pool();
-        if (hp != NULL && zap_pool_alloc(hp, size, buf) == ZAP_OK)
-            return ZAP_OK;
-    }
-    zap_status_t st = zap_transport_alloc(op->comm->t, size, buf);
+    if (op->mem != ZAP_MEM_DEVICE && zap_pool_kind(zap_transport_pool(op->comm->t)) == ZAP_MEM_MANAGED &&
+        scratch_from(op->comm, coll_host_scratch_pool(), size, buf) == ZAP_OK)
+        return ZAP_OK;
+    zap_status_t st = scratch_from(op->comm, zap_transport_pool(op->comm->t), size, buf);
     if (st != ZAP_OK)
         zap_error("coll: rank %d: no scratch buffer of %zu bytes from the transport pool (%s)", op->comm->rank,
                   size, zap_status_string(st));
@@ -124,7 +207,7 @@ zap_status_t zap_coll_host_stage(zap_coll_op_t *op)
     bool fill = op->kind == ZAP_COLL_ALLREDUCE || op->comm->rank == a->root;
     const void *from = op->kind == ZAP_COLL_ALLREDUCE ? a->src : a->dst;
     if (fill && bytes > 0 && (st = zap_cuda_copy(op->host_stage.ptr, from, bytes)) != ZAP_OK) {
-        (void)zap_buf_free(&op->host_stage);
+        zap_coll_scratch_free(op->comm, &op->host_stage);
         return st;
     }
     op->stage_user = a->dst;
