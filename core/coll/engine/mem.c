@@ -53,6 +53,21 @@ static zap_pool_t *coll_host_scratch_pool(void)
  * so the communicator keeps such buffers (comm->keep). */
 static bool kept_size(size_t size) { return size > zap_pool_class_size(ZAP_POOL_NUM_CLASSES - 1); }
 
+/* What all communicators of the process keep, at most: a program with
+ * thousands of communicators (an MPI library makes one per MPI
+ * communicator) must not hold two large buffers in each until the pool's
+ * budget runs out. */
+#define KEEP_PROCESS_MAX ((size_t)256 << 20)
+static atomic_size_t kept_bytes;
+
+static void keep_clear(zap_comm_t *comm, int i, bool give_back)
+{
+    atomic_fetch_sub_explicit(&kept_bytes, comm->keep[i].buf.size, memory_order_relaxed);
+    if (give_back)
+        (void)zap_buf_free(&comm->keep[i].buf);
+    memset(&comm->keep[i], 0, sizeof(comm->keep[i]));
+}
+
 static bool keep_take(zap_comm_t *comm, zap_pool_t *pool, size_t size, zap_buf_t *buf)
 {
     int best = -1;
@@ -63,7 +78,7 @@ static bool keep_take(zap_comm_t *comm, zap_pool_t *pool, size_t size, zap_buf_t
     if (best < 0)
         return false;
     *buf = comm->keep[best].buf;
-    memset(&comm->keep[best], 0, sizeof(comm->keep[best]));
+    keep_clear(comm, best, false);
     return true;
 }
 
@@ -112,15 +127,17 @@ void zap_coll_scratch_free(zap_comm_t *comm, zap_buf_t *buf)
         if (comm->keep[i].buf.size < comm->keep[slot].buf.size)
             slot = i;
     }
-    if (comm->keep[slot].buf.handle != 0) {
-        if (comm->keep[slot].buf.size >= buf->size) {
-            (void)zap_buf_free(buf);
-            return;
-        }
-        (void)zap_buf_free(&comm->keep[slot].buf);
+    size_t evicted = comm->keep[slot].buf.handle != 0 ? comm->keep[slot].buf.size : 0;
+    if (evicted >= buf->size ||
+        atomic_load_explicit(&kept_bytes, memory_order_relaxed) - evicted + buf->size > KEEP_PROCESS_MAX) {
+        (void)zap_buf_free(buf);
+        return;
     }
+    if (evicted != 0)
+        keep_clear(comm, slot, true);
     comm->keep[slot].buf = *buf;
     comm->keep[slot].pool = pool;
+    atomic_fetch_add_explicit(&kept_bytes, buf->size, memory_order_relaxed);
     memset(buf, 0, sizeof(*buf));
 }
 
@@ -128,8 +145,7 @@ void zap_coll_scratch_drop(zap_comm_t *comm)
 {
     for (int i = 0; i < ZAP_COLL_KEEP; i++)
         if (comm->keep[i].buf.handle != 0)
-            (void)zap_buf_free(&comm->keep[i].buf);
-    memset(comm->keep, 0, sizeof(comm->keep));
+            keep_clear(comm, i, true);
 }
 
 zap_status_t zap_coll_host_scratch(zap_coll_op_t *op, zap_buf_t *buf, size_t size)

@@ -17,8 +17,9 @@ zap_status_t zap_coll_scratch(zap_coll_op_t *op, zap_buf_t *buf, size_t size);
 zap_status_t zap_coll_host_scratch(zap_coll_op_t *op, zap_buf_t *buf, size_t size);
 /* Gives back a buffer from zap_coll_scratch or zap_coll_host_scratch (empty
  * buffers too). One above the pool's largest class stays with comm for its
- * next calls, up to ZAP_COLL_KEEP of them (the smallest goes back first);
- * the rest goes back to its pool. */
+ * next calls, up to ZAP_COLL_KEEP of them (the smallest goes back first)
+ * and 256 MiB over all communicators of the process; the rest goes back to
+ * its pool. */
 void zap_coll_scratch_free(zap_comm_t *comm, zap_buf_t *buf);
 /* Gives every kept buffer back to its pool (communicator destroy, and before
  * a scratch allocation is retried when the pool's budget refused it). */
