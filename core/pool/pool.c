@@ -956,15 +956,12 @@ zap_status_t zap_pool_hooks_remove(zap_pool_t *pool, int slot)
     return ZAP_OK;
 }
 
-zap_status_t zap_pool_lookup(zap_pool_t *pool, const void *ptr, size_t len, int slot, zap_pool_region_t *region_p)
+/* The binary search of zap_pool_lookup, for an address inside the span. Out of
+ * line, so that the answer for an address outside it, which a transport asks
+ * for every small message in caller memory, saves no registers. */
+__attribute__((noinline)) static zap_status_t lookup_ranges(zap_pool_t *pool, uintptr_t p, size_t len, int slot,
+                                                            zap_pool_region_t *region_p)
 {
-    if (pool == NULL || region_p == NULL || slot >= ZAP_POOL_MAX_HOOKS)
-        return ZAP_ERR_INVALID_PARAM;
-    uintptr_t p = (uintptr_t)ptr;
-    uintptr_t span_lo = atomic_load_explicit(&pool->span_lo, memory_order_acquire);
-    uintptr_t span_hi = atomic_load_explicit(&pool->span_hi, memory_order_acquire);
-    if (p < span_lo || p > span_hi || len > span_hi - p)
-        return ZAP_ERR_NOT_FOUND;
     pthread_mutex_lock(&pool->mutex);
     uint32_t lo = 0, hi = pool->nranges;
     while (lo < hi) { /* first range with base > p */
@@ -987,4 +984,16 @@ zap_status_t zap_pool_lookup(zap_pool_t *pool, const void *ptr, size_t len, int 
     }
     pthread_mutex_unlock(&pool->mutex);
     return st;
+}
+
+zap_status_t zap_pool_lookup(zap_pool_t *pool, const void *ptr, size_t len, int slot, zap_pool_region_t *region_p)
+{
+    if (pool == NULL || region_p == NULL || slot >= ZAP_POOL_MAX_HOOKS)
+        return ZAP_ERR_INVALID_PARAM;
+    uintptr_t p = (uintptr_t)ptr;
+    uintptr_t span_lo = atomic_load_explicit(&pool->span_lo, memory_order_acquire);
+    uintptr_t span_hi = atomic_load_explicit(&pool->span_hi, memory_order_acquire);
+    if (p < span_lo || p > span_hi || len > span_hi - p)
+        return ZAP_ERR_NOT_FOUND;
+    return lookup_ranges(pool, p, len, slot, region_p);
 }
