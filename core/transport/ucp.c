@@ -506,14 +506,12 @@ static zap_status_t peer_ep(ucp_transport_t *u, int peer, ucp_ep_h *ep_p)
     return ZAP_OK;
 }
 
-/* Fills in the memh and memory type for pool memory (and stages managed
- * pages to the host). Ordinary memory is left for UCX to detect. */
-static zap_status_t mem_params_pool(ucp_transport_t *u, const void *buf, size_t len, ucp_request_param_t *p)
+/* Fills in the memh and memory type for pool memory found in reg (and
+ * stages managed pages to the host). */
+static zap_status_t mem_params_pool(ucp_transport_t *u, const void *buf, size_t len, const zap_pool_region_t *reg,
+                                    ucp_request_param_t *p)
 {
-    zap_pool_region_t reg;
-    if (zap_pool_lookup(u->base.pool, buf, len, u->hook_slot, &reg) != ZAP_OK)
-        return ZAP_OK;
-    if (reg.kind == ZAP_MEM_MANAGED && u->staging) {
+    if (reg->kind == ZAP_MEM_MANAGED && u->staging) {
         zap_status_t st = zap_cuda_prefetch_host_sync(buf, len);
         if (st != ZAP_OK)
             return st;
@@ -523,21 +521,25 @@ static zap_status_t mem_params_pool(ucp_transport_t *u, const void *buf, size_t 
      * staging pipeline instead of the memh. */
     p->op_attr_mask |= UCP_OP_ATTR_FIELD_MEMORY_TYPE;
     p->memory_type = UCS_MEMORY_TYPE_HOST;
-    if (reg.cookie != NULL && len >= MEMH_MIN_BYTES) {
+    if (reg->cookie != NULL && len >= MEMH_MIN_BYTES) {
         p->op_attr_mask |= UCP_OP_ATTR_FIELD_MEMH;
-        p->memh = reg.cookie;
+        p->memh = reg->cookie;
     }
     return ZAP_OK;
 }
 
-/* The test that skips the lookup, inline: it is all a small message pays
- * with a host or pinned pool. With a managed pool every message asks the
- * pool, whose lookup answers for memory outside it without taking a lock. */
+/* Inline, what a small message pays: with a host or pinned pool, one
+ * compare; with a managed pool, also the pool's lookup, which answers for
+ * memory outside the pool's span without a lock. Ordinary memory is left for
+ * UCX to detect. */
 static inline zap_status_t mem_params(ucp_transport_t *u, const void *buf, size_t len, ucp_request_param_t *p)
 {
     if (len < u->lookup_min)
         return ZAP_OK;
-    return mem_params_pool(u, buf, len, p);
+    zap_pool_region_t reg;
+    if (zap_pool_lookup(u->base.pool, buf, len, u->hook_slot, &reg) != ZAP_OK)
+        return ZAP_OK;
+    return mem_params_pool(u, buf, len, &reg, p);
 }
 
 static zap_status_t ucp_isend(zap_transport_t *t, int peer, uint64_t tag, const void *buf, size_t len,
