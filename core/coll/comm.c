@@ -4,6 +4,7 @@
  * settings are resolved in comm_params.c and their setup runs in
  * comm_setup.c. Not thread-safe: one thread drives a communicator. */
 #include "coll/comm_impl.h"
+#include "coll/engine/mem.h"
 #include "coll/engine/op.h"
 #include "coll/engine/select.h"
 #include "coll/engine/step.h"
@@ -80,6 +81,7 @@ static void comm_free(zap_comm_t *c)
     zap_coll_hier_free(c);
     zap_coll_shm_detach(c->shm);
     zap_coll_op_free_list(c);
+    zap_coll_scratch_drop(c);
     free(c->origin_ranks);
     free(c->ranks);
     free(c);

@@ -13,6 +13,9 @@
 #include "coll/engine/kind.h"
 
 typedef struct zap_coll_op zap_coll_op_t;
+
+/* Large scratch buffers a communicator keeps between calls (engine/mem.c). */
+#define ZAP_COLL_KEEP 2
 struct zap_coll_shm;
 struct zap_coll_gpu;
 
@@ -118,6 +121,13 @@ struct zap_comm {
      * more than one rank on some host (and the setting allows it). */
     int8_t layered;
     struct zap_coll_hier *hier;
+    /* Scratch buffers above the pool's largest class, kept from one call to
+     * the next (engine/mem.c): the pool maps and registers each such buffer
+     * afresh and unmaps it on free. */
+    struct {
+        zap_buf_t buf;
+        zap_pool_t *pool;
+    } keep[ZAP_COLL_KEEP];
     uint32_t child_ctx; /* zap's ids for the hierarchy's communicators (this and the next), 0: none agreed yet */
 };
 

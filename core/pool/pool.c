@@ -103,6 +103,11 @@ struct zap_pool {
 
     range_t *ranges;          /* sorted by base */
     uint32_t nranges, ranges_cap;
+    /* The address span of every range, [span_lo, span_hi], written under the
+     * mutex and read without it: lookup answers "not pool memory" for an
+     * address outside it at the cost of two loads, which is what a message
+     * in caller memory pays (no chunks at all: span_lo > span_hi). */
+    _Atomic uintptr_t span_lo, span_hi;
 
     zap_pool_hooks_t hooks[ZAP_POOL_MAX_HOOKS];
     bool hook_used[ZAP_POOL_MAX_HOOKS];
@@ -271,6 +276,22 @@ static void partial_remove(class_state_t *cs, chunk_t *c)
 
 /* ---- chunk creation and release (pool mutex held) ----------------------- */
 
+/* Publishes the span after a change to the ranges. A lookup racing with it
+ * may see one bound old and one new; either pair still covers every range
+ * present both before and after, and an address in a chunk that is coming or
+ * going has no stable answer anyway. */
+static void span_update(zap_pool_t *pool)
+{
+    uintptr_t lo = UINTPTR_MAX, hi = 0;
+    if (pool->nranges > 0) {
+        const range_t *last = &pool->ranges[pool->nranges - 1];
+        lo = pool->ranges[0].base;
+        hi = last->base + last->len;
+    }
+    atomic_store_explicit(&pool->span_lo, lo, memory_order_release);
+    atomic_store_explicit(&pool->span_hi, hi, memory_order_release);
+}
+
 static zap_status_t ranges_insert(zap_pool_t *pool, chunk_t *c)
 {
     if (pool->nranges == pool->ranges_cap) {
@@ -293,6 +314,7 @@ static zap_status_t ranges_insert(zap_pool_t *pool, chunk_t *c)
     memmove(&pool->ranges[lo + 1], &pool->ranges[lo], sizeof(range_t) * (pool->nranges - lo));
     pool->ranges[lo] = (range_t){(uintptr_t)c->base, c->len, c};
     pool->nranges++;
+    span_update(pool);
     return ZAP_OK;
 }
 
@@ -302,6 +324,7 @@ static void ranges_remove(zap_pool_t *pool, chunk_t *c)
         if (pool->ranges[i].chunk == c) {
             memmove(&pool->ranges[i], &pool->ranges[i + 1], sizeof(range_t) * (pool->nranges - i - 1));
             pool->nranges--;
+            span_update(pool);
             return;
         }
     }
@@ -553,6 +576,8 @@ zap_status_t zap_pool_create(const zap_pool_params_t *params, zap_pool_t **pool_
     for (int i = 0; i <= NCLASS; i++)
         atomic_flag_clear(&pool->classes[i].lock);
     atomic_store(&pool->bookkeeping, sizeof(*pool));
+    atomic_init(&pool->span_lo, UINTPTR_MAX);
+    atomic_init(&pool->span_hi, 0);
     if (pthread_mutex_init(&pool->mutex, NULL) != 0) {
         st = ZAP_ERR_NO_RESOURCE;
         goto err_free;
@@ -931,11 +956,12 @@ zap_status_t zap_pool_hooks_remove(zap_pool_t *pool, int slot)
     return ZAP_OK;
 }
 
-zap_status_t zap_pool_lookup(zap_pool_t *pool, const void *ptr, size_t len, int slot, zap_pool_region_t *region_p)
+/* The binary search of zap_pool_lookup, for an address inside the span. Out of
+ * line, so that the answer for an address outside it, which a transport asks
+ * for every small message in caller memory, saves no registers. */
+__attribute__((noinline)) static zap_status_t lookup_ranges(zap_pool_t *pool, uintptr_t p, size_t len, int slot,
+                                                            zap_pool_region_t *region_p)
 {
-    if (pool == NULL || region_p == NULL || slot >= ZAP_POOL_MAX_HOOKS)
-        return ZAP_ERR_INVALID_PARAM;
-    uintptr_t p = (uintptr_t)ptr;
     pthread_mutex_lock(&pool->mutex);
     uint32_t lo = 0, hi = pool->nranges;
     while (lo < hi) { /* first range with base > p */
@@ -958,4 +984,16 @@ zap_status_t zap_pool_lookup(zap_pool_t *pool, const void *ptr, size_t len, int 
     }
     pthread_mutex_unlock(&pool->mutex);
     return st;
+}
+
+zap_status_t zap_pool_lookup(zap_pool_t *pool, const void *ptr, size_t len, int slot, zap_pool_region_t *region_p)
+{
+    if (pool == NULL || region_p == NULL || slot >= ZAP_POOL_MAX_HOOKS)
+        return ZAP_ERR_INVALID_PARAM;
+    uintptr_t p = (uintptr_t)ptr;
+    uintptr_t span_lo = atomic_load_explicit(&pool->span_lo, memory_order_acquire);
+    uintptr_t span_hi = atomic_load_explicit(&pool->span_hi, memory_order_acquire);
+    if (p < span_lo || p > span_hi || len > span_hi - p)
+        return ZAP_ERR_NOT_FOUND;
+    return lookup_ranges(pool, p, len, slot, region_p);
 }

@@ -144,7 +144,10 @@ struct ucp_transport {
     zap_ucp_notice_t notice;
     int hook_slot; /* -1: hooks not installed */
     int staging;   /* prefetch managed memory to the host first */
-    zap_mem_kind_t pool_kind;
+    /* Messages shorter than this skip the pool lookup (mem_params): 1 for a
+     * managed pool, whose pages may need staging at any size, else
+     * MEMH_MIN_BYTES. One compare covers both that and len 0. */
+    size_t lookup_min;
     ucp_req_t pending; /* sentinel of requests UCX holds */
     ucp_req_t *free_reqs;
     void **blocks;
@@ -513,14 +516,12 @@ static zap_status_t peer_ep(ucp_transport_t *u, int peer, ucp_ep_h *ep_p)
     return ZAP_OK;
 }
 
-/* Fills in the memh and memory type for pool memory (and stages managed
- * pages to the host). Ordinary memory is left for UCX to detect. */
-static zap_status_t mem_params_pool(ucp_transport_t *u, const void *buf, size_t len, ucp_request_param_t *p)
+/* Fills in the memh and memory type for pool memory found in reg (and
+ * stages managed pages to the host). */
+static zap_status_t mem_params_pool(ucp_transport_t *u, const void *buf, size_t len, const zap_pool_region_t *reg,
+                                    ucp_request_param_t *p)
 {
-    zap_pool_region_t reg;
-    if (zap_pool_lookup(u->base.pool, buf, len, u->hook_slot, &reg) != ZAP_OK)
-        return ZAP_OK;
-    if (reg.kind == ZAP_MEM_MANAGED && u->staging) {
+    if (reg->kind == ZAP_MEM_MANAGED && u->staging) {
         zap_status_t st = zap_cuda_prefetch_host_sync(buf, len);
         if (st != ZAP_OK)
             return st;
@@ -530,19 +531,25 @@ static zap_status_t mem_params_pool(ucp_transport_t *u, const void *buf, size_t 
      * staging pipeline instead of the memh. */
     p->op_attr_mask |= UCP_OP_ATTR_FIELD_MEMORY_TYPE;
     p->memory_type = UCS_MEMORY_TYPE_HOST;
-    if (reg.cookie != NULL && len >= MEMH_MIN_BYTES) {
+    if (reg->cookie != NULL && len >= MEMH_MIN_BYTES) {
         p->op_attr_mask |= UCP_OP_ATTR_FIELD_MEMH;
-        p->memh = reg.cookie;
+        p->memh = reg->cookie;
     }
     return ZAP_OK;
 }
 
-/* The test that skips the lookup, inline: it is all a small message pays. */
+/* Inline, what a small message pays: with a host or pinned pool, one
+ * compare; with a managed pool, also the pool's lookup, which answers for
+ * memory outside the pool's span without a lock. Ordinary memory is left for
+ * UCX to detect. */
 static inline zap_status_t mem_params(ucp_transport_t *u, const void *buf, size_t len, ucp_request_param_t *p)
 {
-    if (len == 0 || (u->pool_kind != ZAP_MEM_MANAGED && len < MEMH_MIN_BYTES))
+    if (len < u->lookup_min)
         return ZAP_OK;
-    return mem_params_pool(u, buf, len, p);
+    zap_pool_region_t reg;
+    if (zap_pool_lookup(u->base.pool, buf, len, u->hook_slot, &reg) != ZAP_OK)
+        return ZAP_OK;
+    return mem_params_pool(u, buf, len, &reg, p);
 }
 
 static zap_status_t ucp_isend(zap_transport_t *t, int peer, uint64_t tag, const void *buf, size_t len,
@@ -645,9 +652,12 @@ static zap_status_t ucp_irecv(zap_transport_t *t, int peer, uint64_t tag, void *
  * zap_transport_send/recv without a zap request: post with no callback and,
  * unless UCX finishes at once (a small send), poll UCX's own request between
  * progress calls, as a bare UCP program does; the lock is held throughout
- * and given way to any thread that asks. The checks a zap request's wait
- * makes (peer failure, close, deadline) run every POLL_BATCH polls; the
- * clock is not read during the first batch at all. */
+ * and given way to any thread that asks. Polls come in batches of POLL_BATCH
+ * with nothing in the loop but UCX's two calls; the checks a zap request's
+ * wait makes (peer failure, close, deadline, a thread waiting for the lock)
+ * run between batches, and the clock is not read before the first batch
+ * ends. Most small messages end within the first batch, which runs inline in
+ * the blocking call; a longer wait goes on out of line (poll_wait). */
 
 #define POLL_BATCH 64
 
@@ -664,24 +674,13 @@ static inline zap_status_t known_ep(ucp_transport_t *u, int peer, ucp_ep_h *ep_p
     return u->torn_down ? ZAP_ERR_CLOSED : peer_ep(u, peer, ep_p);
 }
 
-/* Progresses until UCX's request req is done, then releases it. A receive
- * (info_p not NULL) that ends in an error, or whose length the caller wants
- * (want_len), gets its info in *info_p first; otherwise that library call
- * is left out of the latency path. Lock held on entry and on return. Returns
- * the UCS status and sets *why_p to ZAP_OK, or to what to report instead of
- * a cancellation: the reason the wait ended early (peer failed, timed out,
- * or the transport was closed: ZAP_ERR_CANCELED, and UCX's request went with
- * the worker). A request given up on is left for UCX to finish. */
-static ucs_status_t poll_inline(ucp_transport_t *u, void *req, zap_request_kind_t kind, int peer, uint64_t tag,
-                                size_t cap, ucp_tag_recv_info_t *info_p, int want_len, zap_status_t *why_p)
+/* One batch: polls UCX's request req until it is done or POLL_BATCH progress
+ * calls have been made, then accounts for them once (count_polls: failures
+ * UCX reported, the notice probe). Nothing else runs between a message's
+ * arrival and the return, so the request and the worker stay in registers.
+ * A thread waiting for the lock waits up to one batch. Lock held. */
+static inline ucs_status_t poll_batch(ucp_transport_t *u, ucp_worker_h worker, void *req)
 {
-    /* The first batch polls exactly as a bare UCP program does: nothing in
-     * the loop but UCX's two calls, so the request and the worker stay in
-     * registers and no bookkeeping runs between a message's arrival and its
-     * return. Most small messages end here; what progress_locked does per
-     * poll (failures UCX reported, the notice probe) is done once after. A
-     * thread waiting for the lock waits up to one batch. */
-    ucp_worker_h worker = u->w.worker;
     ucs_status_t s;
     unsigned n = 0;
     while ((s = ucp_request_check_status(req)) == UCS_INPROGRESS && n < POLL_BATCH) {
@@ -689,24 +688,44 @@ static ucs_status_t poll_inline(ucp_transport_t *u, void *req, zap_request_kind_
         n++;
     }
     count_polls(u, n);
-    double deadline = 0;       /* read from the clock at the first batch end */
+    return s;
+}
+
+/* Releases UCX's finished request req. A receive (info_p not NULL) that ended
+ * in an error, or whose length the caller wants (want_len), gets its info in
+ * *info_p first; otherwise that library call is left out of the latency
+ * path. */
+static inline void poll_done(void *req, ucs_status_t s, ucp_tag_recv_info_t *info_p, int want_len)
+{
+    if (info_p != NULL && (s != UCS_OK || want_len))
+        (void)ucp_tag_recv_request_test(req, info_p);
+    ucp_request_free(req);
+}
+
+/* The rest of a wait that the first batch did not end: more batches, with
+ * the checks between them, until req is done; then poll_done. Lock held on
+ * entry and on return. Returns the UCS status and sets *why_p to ZAP_OK, or
+ * to what to report instead of a cancellation: the reason the wait ended
+ * early (peer failed, timed out, or the transport was closed:
+ * ZAP_ERR_CANCELED, and UCX's request went with the worker). A request given
+ * up on is left for UCX to finish. */
+static ucs_status_t poll_wait(ucp_transport_t *u, void *req, zap_request_kind_t kind, int peer, uint64_t tag,
+                              size_t cap, ucp_tag_recv_info_t *info_p, int want_len, zap_status_t *why_p)
+{
+    double deadline = 0;       /* read from the clock now, at the first batch end */
     zap_status_t why = ZAP_OK; /* set once the wait is being ended */
-    n = POLL_BATCH - 1;        /* the first turn below ends that batch */
-    while (s == UCS_INPROGRESS && (s = ucp_request_check_status(req)) == UCS_INPROGRESS) {
-        progress_locked(u);
-        int contended = spin_contended(&u->lock);
-        int batch_end = (++n % POLL_BATCH) == 0;
-        if (!batch_end && !contended)
-            continue;
+    ucs_status_t s;
+    do {
+        int give_way = 1;
         if (why == ZAP_OK) {
             /* Close asks for the lock: the check runs before giving way. */
             if (u->peers[peer].failed)
                 why = ZAP_ERR_PEER_FAILED;
             else if (atomic_load(&u->base.closed))
                 why = ZAP_ERR_CANCELED;
-            else if (batch_end && deadline == 0)
+            else if (deadline == 0)
                 deadline = zap_clock_now() + u->base.timeout_s;
-            else if (batch_end && zap_clock_now() > deadline)
+            else if (zap_clock_now() > deadline)
                 why = ZAP_ERR_TIMED_OUT;
             if (why != ZAP_OK) {
                 /* A receive not yet matched cancels at once; one whose data
@@ -721,23 +740,22 @@ static ucs_status_t poll_inline(ucp_transport_t *u, void *req, zap_request_kind_
                      * waiting for it would destroy the request with the
                      * worker. */
                     ucp_request_cancel(u->w.worker, req);
-                    continue;
+                    give_way = 0;
                 }
             }
-        } else if (batch_end && zap_clock_now() > deadline) {
+        } else if (zap_clock_now() > deadline) {
             goto give_up;
         }
-        if (contended) {
+        if (give_way && spin_contended(&u->lock)) {
             spin_give_way(&u->lock);
             if (u->torn_down) { /* closed meanwhile: req went with the worker */
                 *why_p = ZAP_ERR_CANCELED;
                 return UCS_ERR_CANCELED;
             }
         }
-    }
-    if (info_p != NULL && (s != UCS_OK || want_len))
-        (void)ucp_tag_recv_request_test(req, info_p);
-    ucp_request_free(req);
+        s = poll_batch(u, u->w.worker, req);
+    } while (s == UCS_INPROGRESS);
+    poll_done(req, s, info_p, want_len);
     *why_p = why;
     return s;
 
@@ -750,12 +768,11 @@ give_up:
     return UCS_ERR_CANCELED;
 }
 
-/* The zap status of a finished inline operation (logs as finish() does). */
+/* The zap status of a finished inline operation that did not end in UCS_OK
+ * (logs as finish() does). */
 static zap_status_t inline_status(ucp_transport_t *u, ucs_status_t s, zap_status_t why, zap_request_kind_t kind,
                                   int peer, uint64_t tag, size_t len, size_t cap)
 {
-    if (s == UCS_OK)
-        return ZAP_OK;
     if (why != ZAP_OK && (s == UCS_ERR_CANCELED || why == ZAP_ERR_PEER_FAILED))
         return why;
     zap_status_t st = zap_ucp_status(s);
@@ -805,10 +822,12 @@ static zap_status_t ucp_send_blocking(zap_transport_t *t, int peer, uint64_t tag
     zap_status_t why = ZAP_OK;
     if (UCS_PTR_IS_ERR(sp)) {
         s = UCS_PTR_STATUS(sp);
+    } else if ((s = poll_batch(u, u->w.worker, sp)) != UCS_INPROGRESS) {
+        poll_done(sp, s, NULL, 0);
     } else {
-        s = poll_inline(u, sp, ZAP_REQ_SEND, peer, tag, len, NULL, 0, &why);
+        s = poll_wait(u, sp, ZAP_REQ_SEND, peer, tag, len, NULL, 0, &why);
     }
-    st = inline_status(u, s, why, ZAP_REQ_SEND, peer, tag, len, len);
+    st = s == UCS_OK ? ZAP_OK : inline_status(u, s, why, ZAP_REQ_SEND, peer, tag, len, len);
     spin_unlock(&u->lock);
     if (st == ZAP_ERR_TIMED_OUT)
         zap_transport_log_timeout(t, ZAP_REQ_SEND, peer, tag);
@@ -837,8 +856,12 @@ static zap_status_t ucp_recv_blocking(zap_transport_t *t, int peer, uint64_t tag
     }
     zap_status_t why = ZAP_OK;
     ucp_tag_recv_info_t info = {.length = 0};
-    ucs_status_t s = poll_inline(u, sp, ZAP_REQ_RECV, peer, tag, cap, &info, len_p != NULL, &why);
-    st = inline_status(u, s, why, ZAP_REQ_RECV, peer, tag, info.length, cap);
+    ucs_status_t s = poll_batch(u, u->w.worker, sp);
+    if (s != UCS_INPROGRESS)
+        poll_done(sp, s, &info, len_p != NULL);
+    else
+        s = poll_wait(u, sp, ZAP_REQ_RECV, peer, tag, cap, &info, len_p != NULL, &why);
+    st = s == UCS_OK ? ZAP_OK : inline_status(u, s, why, ZAP_REQ_RECV, peer, tag, info.length, cap);
     spin_unlock(&u->lock);
     if (st == ZAP_OK && len_p != NULL)
         *len_p = info.length;
@@ -1334,7 +1357,7 @@ static zap_status_t create(MPI_Comm comm, const zap_ucp_oob_t *oob, zap_pool_t *
         u->peers[i].rank = i;
         u->peers[i].cls = zap_peer_class_of(u->w.host, u->w.rank, i);
     }
-    u->pool_kind = zap_pool_kind(pool);
+    u->lookup_min = zap_pool_kind(pool) == ZAP_MEM_MANAGED ? 1 : MEMH_MIN_BYTES;
     zap_transport_base_init(&u->base, &ucp_ops, u->w.rank, u->w.size, pool, owns_pool);
     u->base.timeout_s = timeout;
     *t_p = &u->base;

@@ -6,6 +6,7 @@
  * on to the next collective. */
 #include "transport/ucp_worker.h"
 #include "transport/peer_class.h"
+#include "transport/ucp_vm.h"
 #include "zap/transport.h"
 #include "base/log.h"
 #include <stdio.h>
@@ -157,6 +158,7 @@ static zap_status_t open_ucp(zap_ucp_worker_t *w, double timeout_s)
         w->context = NULL;
         return ZAP_ERR_TRANSPORT;
     }
+    zap_ucp_vm_watch_start();
     ucp_worker_params_t wp;
     memset(&wp, 0, sizeof(wp));
     wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
@@ -165,6 +167,7 @@ static zap_status_t open_ucp(zap_ucp_worker_t *w, double timeout_s)
     if (s != UCS_OK) {
         zap_error("ucp: rank %d: ucp_worker_create failed: %s", w->rank, ucs_status_string(s));
         ucp_cleanup(w->context);
+        zap_ucp_vm_watch_stop();
         w->context = NULL;
         w->worker = NULL;
         return ZAP_ERR_TRANSPORT;
@@ -322,8 +325,10 @@ void zap_ucp_worker_cleanup(zap_ucp_worker_t *w)
 {
     if (w->worker != NULL)
         ucp_worker_destroy(w->worker);
-    if (w->context != NULL)
+    if (w->context != NULL) {
         ucp_cleanup(w->context);
+        zap_ucp_vm_watch_stop();
+    }
     int finalized = 0;
     PMPI_Finalized(&finalized);
     if (w->comm != MPI_COMM_NULL && w->comm != 0 && !finalized)

@@ -39,6 +39,9 @@
  * ZAP_MEM_HOST (also for any pointer CUDA does not know, and always without
  * CUDA). Asks the CUDA driver (cudaPointerGetAttributes); never guesses. */
 zap_mem_kind_t zap_cuda_ptr_kind(const void *ptr);
+/* How many times zap_cuda_ptr_kind has asked the driver (tests check that
+ * repeated calls on the same host buffers do not: core/coll/engine/mem.c). */
+uint64_t zap_cuda_ptr_queries(void);
 /* dst = src, bytes, for any combination of host, managed and device memory;
  * synchronous. ZAP_ERR_UNSUPPORTED without CUDA, ZAP_ERR_CUDA on failure. */
 zap_status_t zap_cuda_copy(void *dst, const void *src, size_t bytes);

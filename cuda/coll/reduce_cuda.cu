@@ -53,10 +53,15 @@ static zap_status_t check(cudaError_t err, const char *what)
     return ZAP_ERR_CUDA;
 }
 
+static std::atomic<uint64_t> ptr_queries;
+
+extern "C" uint64_t zap_cuda_ptr_queries(void) { return ptr_queries.load(std::memory_order_relaxed); }
+
 extern "C" zap_mem_kind_t zap_cuda_ptr_kind(const void *ptr)
 {
     if (!zap_gpu_device_present()) /* asked once: no device, every pointer is host memory */
         return ZAP_MEM_HOST;
+    ptr_queries.fetch_add(1, std::memory_order_relaxed);
     cudaPointerAttributes attr;
     cudaError_t err = cudaPointerGetAttributes(&attr, ptr);
     if (err != cudaSuccess) {

@@ -9,6 +9,7 @@ zap_mem_kind_t zap_cuda_ptr_kind(const void *ptr)
 }
 
 uint64_t zap_cuda_coll_sync_calls(void) { return 0; }
+uint64_t zap_cuda_ptr_queries(void) { return 0; }
 
 zap_status_t zap_cuda_copy(void *dst, const void *src, size_t bytes)
 {

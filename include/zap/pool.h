@@ -164,7 +164,8 @@ ZAP_API zap_status_t zap_pool_hooks_remove(zap_pool_t *pool, int slot);
 
 /* Finds the chunk or cold buffer holding [ptr, ptr+len). ZAP_ERR_NOT_FOUND when
  * the range is not wholly inside pool memory. slot selects whose cookie is
- * returned (-1 for none). Thread-safe; O(log chunks). */
+ * returned (-1 for none). Thread-safe; O(log chunks), and no lock for an
+ * address outside the span of all chunks. */
 ZAP_API zap_status_t zap_pool_lookup(zap_pool_t *pool, const void *ptr, size_t len, int slot,
                                      zap_pool_region_t *region_p);
 

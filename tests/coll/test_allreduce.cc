@@ -364,3 +364,32 @@ TEST(Allreduce, DirectForcedOnManyRanksRunsAsRecursiveDoubling)
         EXPECT_EQ(y[r], (int64_t)n * (n - 1) / 2);
 }
 } // namespace
+
+// Scratch above the pool's largest class is a mapping of its own per
+// allocation; a communicator keeps it between calls, so repeated large calls
+// map nothing new, results stay right, and destroying the communicator gives
+// it back (engine/mem.c, zap_coll_scratch_free).
+TEST(Allreduce, LargeScratchIsKeptBetweenCallsAndGivenBackAtDestroy)
+{
+    zap_pool_stats_t s0, s1, s2;
+    {
+        World w(2, Params().allreduce("rd")); // two slots of the whole vector: 1.2 MiB of scratch
+        zap_pool_t *pool = zap_transport_pool(w.t[0]);
+        check_allreduce(w, ZAP_DT_FLOAT32, ZAP_OP_SUM, 600 << 8, 21, false);
+        zap_pool_stats(pool, &s0);
+        for (int i = 0; i < 5; i++)
+            check_allreduce(w, ZAP_DT_FLOAT32, ZAP_OP_SUM, 600 << 8, 22 + i, i % 2 == 1);
+        check_allreduce(w, ZAP_DT_INT32, ZAP_OP_SUM, 500 << 8, 30, false); // smaller: a kept buffer fits
+        zap_pool_stats(pool, &s1);
+        EXPECT_GT(s0.cold_allocs, 0u) << "the first call needs buffers above the largest class";
+        EXPECT_EQ(s1.cold_allocs, s0.cold_allocs) << "later calls reuse the kept buffers";
+        EXPECT_GT(s1.class_in_use[ZAP_POOL_COLD_CLASS], 0u);
+        EXPECT_LE(s1.class_in_use[ZAP_POOL_COLD_CLASS], 4u) << "at most two per communicator, two communicators";
+        for (int r = 0; r < w.n; r++) {
+            zap_comm_destroy(w.c[r]);
+            w.c[r] = nullptr;
+        }
+        zap_pool_stats(pool, &s2);
+        EXPECT_EQ(s2.class_in_use[ZAP_POOL_COLD_CLASS], 0u) << "destroy gives the kept buffers back";
+    }
+}

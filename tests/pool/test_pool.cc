@@ -309,6 +309,23 @@ void on_remove(void *ctx, void *, size_t len, void *)
 }
 } // namespace
 
+TEST(Pool, LookupFindsNothingBeforeTheFirstChunkAndAfterTheLastHasGone)
+{
+    zap_pool_t *pool = make_host_pool();
+    zap_pool_region_t r;
+    int outside = 0;
+    EXPECT_EQ(zap_pool_lookup(pool, &outside, sizeof(outside), -1, &r), ZAP_ERR_NOT_FOUND);
+    zap_buf_t cold; // a cold buffer is a chunk of its own, released when freed
+    ASSERT_EQ(zap_pool_alloc(pool, 5u << 20, &cold), ZAP_OK);
+    void *where = cold.ptr;
+    ASSERT_EQ(zap_pool_lookup(pool, where, 1, -1, &r), ZAP_OK);
+    EXPECT_EQ(zap_pool_lookup(pool, static_cast<char *>(where) - 1, 1, -1, &r), ZAP_ERR_NOT_FOUND);
+    EXPECT_EQ(zap_pool_lookup(pool, static_cast<char *>(where) + r.len, 1, -1, &r), ZAP_ERR_NOT_FOUND);
+    ASSERT_EQ(zap_buf_free(&cold), ZAP_OK);
+    EXPECT_EQ(zap_pool_lookup(pool, where, 1, -1, &r), ZAP_ERR_NOT_FOUND);
+    EXPECT_EQ(zap_pool_destroy(pool), ZAP_OK);
+}
+
 TEST(Pool, HooksSeeEveryChunkOnceAndLookupFindsIt)
 {
     zap_pool_t *pool = make_host_pool();

@@ -128,7 +128,7 @@ zap_status_t zap_coll_agree_init_gather(zap_coll_op_t *op, const void *data, siz
 void zap_coll_agree_release(zap_coll_op_t *op)
 {
     if (op->agree.buf.handle != 0)
-        (void)zap_buf_free(&op->agree.buf);
+        zap_coll_scratch_free(op->comm, &op->agree.buf);
 }
 
 void *zap_coll_agree_result(zap_coll_op_t *op) { return hdr_data(op->agree.acc); }

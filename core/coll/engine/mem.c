@@ -15,6 +15,7 @@
 #include "coll/engine/mem.h"
 #include "coll/reduce/reduce.h"
 #include "base/log.h"
+#include "base/vm_epoch.h"
 #include "cuda_coll.h"
 #include <stdatomic.h>
 #include <string.h>
@@ -45,10 +46,111 @@ static zap_pool_t *coll_host_scratch_pool(void)
     return p;
 }
 
+/* Above the pool's largest class a buffer is a mapping of its own: made,
+ * registered by the transport's hooks and touched page by page on every
+ * allocation, unmapped on every free. A collective of that size would pay it
+ * per call (a 512 KiB recursive-doubling allreduce needs two 512 KiB slots),
+ * so the communicator keeps such buffers (comm->keep). */
+static bool kept_size(size_t size) { return size > zap_pool_class_size(ZAP_POOL_NUM_CLASSES - 1); }
+
+/* What all communicators of the process keep, at most: a program with
+ * thousands of communicators (an MPI library makes one per MPI
+ * communicator) must not hold two large buffers in each until the pool's
+ * budget runs out. */
+#define KEEP_PROCESS_MAX ((size_t)256 << 20)
+static atomic_size_t kept_bytes;
+
+static void keep_clear(zap_comm_t *comm, int i, bool give_back)
+{
+    atomic_fetch_sub_explicit(&kept_bytes, comm->keep[i].buf.size, memory_order_relaxed);
+    if (give_back)
+        (void)zap_buf_free(&comm->keep[i].buf);
+    memset(&comm->keep[i], 0, sizeof(comm->keep[i]));
+}
+
+static bool keep_take(zap_comm_t *comm, zap_pool_t *pool, size_t size, zap_buf_t *buf)
+{
+    int best = -1;
+    for (int i = 0; i < ZAP_COLL_KEEP; i++)
+        if (comm->keep[i].buf.handle != 0 && comm->keep[i].pool == pool && comm->keep[i].buf.size >= size &&
+            (best < 0 || comm->keep[i].buf.size < comm->keep[best].buf.size))
+            best = i;
+    if (best < 0)
+        return false;
+    *buf = comm->keep[best].buf;
+    keep_clear(comm, best, false);
+    return true;
+}
+
+static bool keeps_any(const zap_comm_t *comm)
+{
+    for (int i = 0; i < ZAP_COLL_KEEP; i++)
+        if (comm->keep[i].buf.handle != 0)
+            return true;
+    return false;
+}
+
+/* From pool: a kept buffer that fits, else a new one; when the budget
+ * refuses, once more after giving the kept ones back. */
+static zap_status_t scratch_from(zap_comm_t *comm, zap_pool_t *pool, size_t size, zap_buf_t *buf)
+{
+    if (pool == NULL)
+        return ZAP_ERR_NO_MEMORY;
+    if (kept_size(size) && keep_take(comm, pool, size, buf))
+        return ZAP_OK;
+    zap_status_t st = zap_pool_alloc(pool, size, buf);
+    if (st == ZAP_ERR_NO_MEMORY && keeps_any(comm)) {
+        zap_coll_scratch_drop(comm);
+        st = zap_pool_alloc(pool, size, buf);
+    }
+    return st;
+}
+
+void zap_coll_scratch_free(zap_comm_t *comm, zap_buf_t *buf)
+{
+    if (buf->handle == 0)
+        return;
+    if (!kept_size(buf->size)) {
+        (void)zap_buf_free(buf);
+        return;
+    }
+    zap_pool_t *hp = atomic_load_explicit(&host_scratch_pool, memory_order_acquire);
+    zap_pool_region_t r;
+    zap_pool_t *pool = hp != NULL && zap_pool_lookup(hp, buf->ptr, 1, -1, &r) == ZAP_OK ? hp
+                                                                                       : zap_transport_pool(comm->t);
+    int slot = 0; /* an empty slot, else the smallest kept buffer */
+    for (int i = 0; i < ZAP_COLL_KEEP; i++) {
+        if (comm->keep[i].buf.handle == 0) {
+            slot = i;
+            break;
+        }
+        if (comm->keep[i].buf.size < comm->keep[slot].buf.size)
+            slot = i;
+    }
+    size_t evicted = comm->keep[slot].buf.handle != 0 ? comm->keep[slot].buf.size : 0;
+    if (evicted >= buf->size ||
+        atomic_load_explicit(&kept_bytes, memory_order_relaxed) - evicted + buf->size > KEEP_PROCESS_MAX) {
+        (void)zap_buf_free(buf);
+        return;
+    }
+    if (evicted != 0)
+        keep_clear(comm, slot, true);
+    comm->keep[slot].buf = *buf;
+    comm->keep[slot].pool = pool;
+    atomic_fetch_add_explicit(&kept_bytes, buf->size, memory_order_relaxed);
+    memset(buf, 0, sizeof(*buf));
+}
+
+void zap_coll_scratch_drop(zap_comm_t *comm)
+{
+    for (int i = 0; i < ZAP_COLL_KEEP; i++)
+        if (comm->keep[i].buf.handle != 0)
+            keep_clear(comm, i, true);
+}
+
 zap_status_t zap_coll_host_scratch(zap_coll_op_t *op, zap_buf_t *buf, size_t size)
 {
-    zap_pool_t *hp = coll_host_scratch_pool();
-    zap_status_t st = hp != NULL ? zap_pool_alloc(hp, size, buf) : ZAP_ERR_NO_MEMORY;
+    zap_status_t st = scratch_from(op->comm, coll_host_scratch_pool(), size, buf);
     if (st != ZAP_OK)
         zap_error("coll: rank %d: no host buffer of %zu bytes (%s)", op->comm->rank, size, zap_status_string(st));
     return st;
@@ -60,12 +162,10 @@ zap_status_t zap_coll_scratch(zap_coll_op_t *op, zap_buf_t *buf, size_t size)
         memset(buf, 0, sizeof(*buf));
         return ZAP_OK;
     }
-    if (op->mem != ZAP_MEM_DEVICE && zap_pool_kind(zap_transport_pool(op->comm->t)) == ZAP_MEM_MANAGED) {
-        zap_pool_t *hp = coll_host_scratch_pool();
-        if (hp != NULL && zap_pool_alloc(hp, size, buf) == ZAP_OK)
-            return ZAP_OK;
-    }
-    zap_status_t st = zap_transport_alloc(op->comm->t, size, buf);
+    if (op->mem != ZAP_MEM_DEVICE && zap_pool_kind(zap_transport_pool(op->comm->t)) == ZAP_MEM_MANAGED &&
+        scratch_from(op->comm, coll_host_scratch_pool(), size, buf) == ZAP_OK)
+        return ZAP_OK;
+    zap_status_t st = scratch_from(op->comm, zap_transport_pool(op->comm->t), size, buf);
     if (st != ZAP_OK)
         zap_error("coll: rank %d: no scratch buffer of %zu bytes from the transport pool (%s)", op->comm->rank,
                   size, zap_status_string(st));
@@ -123,7 +223,7 @@ zap_status_t zap_coll_host_stage(zap_coll_op_t *op)
     bool fill = op->kind == ZAP_COLL_ALLREDUCE || op->comm->rank == a->root;
     const void *from = op->kind == ZAP_COLL_ALLREDUCE ? a->src : a->dst;
     if (fill && bytes > 0 && (st = zap_cuda_copy(op->host_stage.ptr, from, bytes)) != ZAP_OK) {
-        (void)zap_buf_free(&op->host_stage);
+        zap_coll_scratch_free(op->comm, &op->host_stage);
         return st;
     }
     op->stage_user = a->dst;
@@ -142,17 +242,53 @@ zap_status_t zap_coll_host_unstage(zap_coll_op_t *op)
     return zap_cuda_copy(op->stage_user, op->host_stage.ptr, op->args.bytes);
 }
 
+/* Plain host buffers this thread has recently been told about, each valid
+ * while the address-space epoch it was recorded under lasts (vm_epoch.h): a
+ * program that calls collectives on the same buffers pays the driver's
+ * pointer query once, not on every call. Only host answers are kept: an
+ * address stops being host memory only by being unmapped, which moves the
+ * epoch; device and managed memory can be freed and reallocated as the other
+ * kind without any event this layer sees. Per thread, so no lock. */
+#define HOST_SEEN 4
+
+typedef struct {
+    uintptr_t lo, hi; /* [lo, hi) */
+    uint64_t epoch;
+} host_seen_t;
+
+static _Thread_local host_seen_t host_seen[HOST_SEEN];
+static _Thread_local unsigned host_seen_next;
+
+static bool seen_host(uintptr_t lo, uintptr_t hi, uint64_t epoch)
+{
+    for (unsigned i = 0; i < HOST_SEEN; i++)
+        if (host_seen[i].epoch == epoch && host_seen[i].lo <= lo && hi <= host_seen[i].hi)
+            return true;
+    return false;
+}
+
 zap_mem_kind_t zap_coll_mem_kind(zap_comm_t *comm, const void *ptr, size_t len)
 {
     if (ptr == NULL || len == 0)
         return ZAP_MEM_HOST;
+    /* Read before asking, so an unmapping during the query makes the record
+     * stale rather than wrong. 0: nobody watches, nothing is kept. */
+    uint64_t epoch = zap_vm_epoch();
+    uintptr_t lo = (uintptr_t)ptr, hi = lo + len;
+    if (epoch != 0 && hi > lo && seen_host(lo, hi, epoch))
+        return ZAP_MEM_HOST;
     zap_pool_region_t region;
     zap_mem_kind_t kind;
     if (zap_pool_lookup(zap_transport_pool(comm->t), ptr, len, -1, &region) == ZAP_OK)
-        kind = region.kind;
-    else
-        kind = zap_cuda_ptr_kind(ptr);
-    return kind == ZAP_MEM_PINNED ? ZAP_MEM_HOST : kind;
+        return region.kind == ZAP_MEM_PINNED ? ZAP_MEM_HOST : region.kind;
+    kind = zap_cuda_ptr_kind(ptr);
+    if (kind == ZAP_MEM_PINNED)
+        kind = ZAP_MEM_HOST;
+    if (kind == ZAP_MEM_HOST && epoch != 0 && hi > lo) {
+        host_seen[host_seen_next % HOST_SEEN] = (host_seen_t){.lo = lo, .hi = hi, .epoch = epoch};
+        host_seen_next++;
+    }
+    return kind;
 }
 
 /* The pipeline setting's default, and the cap of a per-size choice. */

@@ -15,6 +15,15 @@ zap_status_t zap_coll_scratch(zap_coll_op_t *op, zap_buf_t *buf, size_t size);
 /* Host memory whatever op's kind (the GPU path's small messages). Logged on
  * failure. */
 zap_status_t zap_coll_host_scratch(zap_coll_op_t *op, zap_buf_t *buf, size_t size);
+/* Gives back a buffer from zap_coll_scratch or zap_coll_host_scratch (empty
+ * buffers too). One above the pool's largest class stays with comm for its
+ * next calls, up to ZAP_COLL_KEEP of them (the smallest goes back first)
+ * and 256 MiB over all communicators of the process; the rest goes back to
+ * its pool. */
+void zap_coll_scratch_free(zap_comm_t *comm, zap_buf_t *buf);
+/* Gives every kept buffer back to its pool (communicator destroy, and before
+ * a scratch allocation is retried when the pool's budget refused it). */
+void zap_coll_scratch_drop(zap_comm_t *comm);
 
 /* Before a candidate that does not run on device buffers itself: when op's
  * kind is device memory, its data moves into a host copy (op->host_stage)

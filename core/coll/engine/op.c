@@ -67,11 +67,11 @@ static void op_release_resources(zap_coll_op_t *op)
     zap_coll_step_release(op);
     /* Most small collectives hold no pool buffer at all. */
     if (op->scratch.handle != 0)
-        (void)zap_buf_free(&op->scratch);
+        zap_coll_scratch_free(op->comm, &op->scratch);
     if (op->scratch2.handle != 0)
-        (void)zap_buf_free(&op->scratch2);
+        zap_coll_scratch_free(op->comm, &op->scratch2);
     if (op->host_stage.handle != 0)
-        (void)zap_buf_free(&op->host_stage);
+        zap_coll_scratch_free(op->comm, &op->host_stage);
     op->stage_user = NULL;
     zap_coll_agree_release(op);
     if (op->release != NULL) {
@@ -93,8 +93,8 @@ static void op_put(zap_coll_op_t *op)
 void zap_coll_op_fail_local(zap_coll_op_t *op, zap_status_t st)
 {
     zap_coll_step_release(op);
-    (void)zap_buf_free(&op->scratch);
-    (void)zap_buf_free(&op->scratch2);
+    zap_coll_scratch_free(op->comm, &op->scratch);
+    zap_coll_scratch_free(op->comm, &op->scratch2);
     zap_coll_agree_release(op);
     op->local_error = st;
     zap_coll_agree_mark_bad_own(&op->hdr_own, op->comm->rank);

@@ -274,9 +274,9 @@ zap_status_t zap_coll_fall_back(zap_coll_op_t *op)
 {
     const zap_coll_desc_t *desc = op->desc;
     if (op->scratch.handle != 0)
-        (void)zap_buf_free(&op->scratch);
+        zap_coll_scratch_free(op->comm, &op->scratch);
     if (op->scratch2.handle != 0)
-        (void)zap_buf_free(&op->scratch2);
+        zap_coll_scratch_free(op->comm, &op->scratch2);
     if (op->release != NULL) {
         op->release(op);
         op->release = NULL;
