@@ -27,9 +27,21 @@
  *   (zap_comm_params_t.timeout_s, or ZAP_TIMEOUT when it was made) and then
  *   returns ZAP_ERR_TIMED_OUT (the log names the operation and the rank it
  *   waited for); zap_request_wait_until on a collective request waits until
- *   its deadline, zap_request_wait until the transport layer's default one.
- *   After a timeout or a transport error the communicator's state is
- *   undefined: destroy it.
+ *   its deadline, zap_request_wait the communicator's timeout. Without a
+ *   timeout a wait has no deadline; a dead peer still ends it.
+ * - Revocation (docs/faults.md, "Collective failure"): an operation that
+ *   fails on one rank for a reason the others may not see (a dead peer, a
+ *   timeout, a corrupt payload, a transport or local error after the
+ *   agreement, a pending request freed, a communicator destroyed) fails on
+ *   every rank that has not completed it, and so does every later operation
+ *   on that communicator: with ZAP_ERR_PEER_FAILED when a peer died, else
+ *   ZAP_ERR_REVOKED (a rank that saw the cause itself returns its own
+ *   error); the log names the rank that failed it and why. No rank returns
+ *   success on an operation after it learned that another rank failed it; a
+ *   rank that completed it before keeps its (correct) result. The
+ *   communicator is then unusable: destroy it. A communicator whose
+ *   creation (zap_comm_create, zap_comm_split) failed on another rank fails
+ *   its first operation the same way.
  * - Memory: buffers may be plain host memory, pool buffers of the
  *   communicator's transport (host, pinned or managed) or, where CUDA is
  *   built, managed or device memory; reductions on GPU-resident data run as
@@ -51,8 +63,8 @@
  * any request of a communicator advances all of its outstanding operations.
  * zap_request_received and zap_request_peer do not apply to them
  * (ZAP_ERR_INVALID_PARAM, -1). Freeing a pending collective request cancels
- * it on this rank only; the other ranks of that operation then time out.
- * Except an allreduce or broadcast carried in shared memory
+ * it on this rank; the other ranks fail it (ZAP_ERR_REVOKED, revocation
+ * above). Except an allreduce or broadcast carried in shared memory
  * (ZAP_COMM_ATTR_SHARED_MEMORY): its free finishes it, reading and writing
  * the buffers during the call as a wait would, for at most the communicator's
  * timeout, so the other ranks complete normally.
@@ -284,7 +296,10 @@ ZAP_API void zap_op_destroy(zap_op_t op);
  * zap_comm_destroy); ZAP_ERR_INVALID_PARAM for NULL arguments or a bad
  * setting (explicit or in the environment; the log names it);
  * ZAP_ERR_NO_MEMORY; transport errors (ZAP_ERR_TIMED_OUT,
- * ZAP_ERR_PEER_FAILED, ...). */
+ * ZAP_ERR_PEER_FAILED, ZAP_ERR_CORRUPT in checksum mode, ...);
+ * ZAP_ERR_REVOKED when another rank failed the creation first (a rank that
+ * completed it before learning of that gets the communicator, whose first
+ * operation then fails). */
 ZAP_API zap_status_t zap_comm_create_ex(zap_transport_t *t, const zap_comm_params_t *params, zap_comm_t **comm_p);
 /* zap_comm_create_ex with default settings. */
 ZAP_API zap_status_t zap_comm_create(zap_transport_t *t, zap_comm_t **comm_p);
@@ -327,7 +342,10 @@ ZAP_API zap_status_t zap_comm_create_subgroup(zap_comm_t *parent, const int *ran
  * is independent of comm afterwards (either may be destroyed first).
  * Returns ZAP_OK; ZAP_ERR_INVALID_PARAM for NULL arguments or a negative
  * color other than ZAP_COMM_UNDEFINED; ZAP_ERR_NO_MEMORY; errors of the
- * exchange. */
+ * exchange (those of the collectives below, ZAP_ERR_REVOKED included: comm
+ * was revoked, or another rank failed the split; a rank that completed the
+ * split before learning of that gets the new communicator, whose first
+ * operation then fails). */
 ZAP_API zap_status_t zap_comm_split(zap_comm_t *comm, int color, int key, zap_comm_t **newcomm_p);
 
 /* Destroys a communicator (local; not collective, except for one from
@@ -368,8 +386,16 @@ ZAP_API zap_status_t zap_comm_query(const zap_comm_t *comm, zap_comm_attr_t *att
  * ZAP_ERR_UNSUPPORTED (op not defined on dt, or GPU memory without CUDA);
  * ZAP_ERR_MISMATCH (another rank's arguments differ or are invalid);
  * ZAP_ERR_NO_MEMORY (no scratch in the transport pool); ZAP_ERR_TIMED_OUT,
- * ZAP_ERR_PEER_FAILED, ZAP_ERR_TRANSPORT, ZAP_ERR_CLOSED from the transport;
- * ZAP_ERR_CUDA when a reduction kernel fails.
+ * ZAP_ERR_PEER_FAILED (a peer died, this rank saw it or was told: the log
+ * names it), ZAP_ERR_TRANSPORT, ZAP_ERR_CLOSED from the transport;
+ * ZAP_ERR_CORRUPT (checksum mode: a payload failed its CRC, the log names
+ * the sender); ZAP_ERR_CUDA when a reduction kernel fails; ZAP_ERR_REVOKED
+ * (another rank failed this operation or an earlier one on the communicator
+ * for a reason other than a dead peer, or the communicator's creation: the
+ * log names that rank and its error; every later call on the communicator
+ * fails too, zero-count calls included). Every one of these but
+ * ZAP_ERR_INVALID_PARAM, ZAP_ERR_UNSUPPORTED and ZAP_ERR_MISMATCH revokes
+ * the communicator (above).
  *
  * Non-blocking forms (suffix i) take the same arguments, borrow every buffer
  * and array until the request completes, and return ZAP_OK with *req_p (free

@@ -24,7 +24,8 @@ typedef enum zap_status {
     ZAP_ERR_CORRUPT = -15,         /* data failed a check (CRC, malformed file or message) */
     ZAP_ERR_CANCELED = -16,        /* the operation was cancelled before it completed */
     ZAP_ERR_REVOKED = -17          /* another rank failed this collective (or an earlier one on its
-                                      communicator); the log names the rank and why */
+                                      communicator, or its creation); the communicator is unusable;
+                                      the log names the rank and why (zap/coll.h, docs/faults.md) */
 } zap_status_t;
 
 ZAP_BEGIN_DECLS
