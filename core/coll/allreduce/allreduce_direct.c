@@ -39,5 +39,6 @@ zap_status_t zap_allreduce_direct_init(zap_coll_op_t *op)
         return st;
     op->agreeing = true;
     op->progress = finish;
+    op->whole_in_agreement = true;
     return ZAP_OK;
 }

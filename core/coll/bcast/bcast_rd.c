@@ -57,5 +57,6 @@ zap_status_t zap_bcast_rd_init(zap_coll_op_t *op)
         return st;
     op->agreeing = true;
     op->progress = finish;
+    op->whole_in_agreement = true;
     return ZAP_OK;
 }

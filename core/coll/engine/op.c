@@ -412,6 +412,14 @@ static zap_request_t *first_pending(zap_coll_op_t *op)
 static zap_status_t timed_out(zap_coll_op_t *op)
 {
     zap_comm_t *comm = op->comm;
+    /* A notice or the segment's word that came since the last progress call
+     * already says who failed this operation (a rank waiting in shared
+     * memory for a neighbour that itself waits for a dead peer would
+     * otherwise blame the neighbour): its error, naming that culprit. */
+    if (revoked(op)) {
+        op_complete(op, revoked_status(op));
+        return op->status;
+    }
     zap_request_t *r = first_pending(op);
     int missing = zap_coll_shm_first_missing(op);
     if (missing >= 0) {
@@ -430,13 +438,16 @@ static zap_status_t timed_out(zap_coll_op_t *op)
                   (unsigned long long)op->seq, (int)op->kind, zap_coll_comm_id(comm));
     }
     /* A small call that rides a shared-memory agreement whole has nothing
-     * left to give once its slot is published (its first progress call did
-     * that): the others complete it correctly without this rank, which only
-     * gave up waiting for them. Failing it there too would turn correct
-     * results into errors, so the revocation starts at the next operation
-     * (docs/faults.md, "Collective failure": the one exception). Anywhere
-     * else the others may wait for this rank's messages: it fails for all. */
-    bool whole_in_slots = op->agreeing && op->agree.shm && op->progress == NULL;
+     * left to give once its slot is published (past ZAP_AGREE_START): the
+     * others complete it correctly without this rank, which only gave up
+     * waiting for them (an allreduce or broadcast whose progress only copies
+     * the agreed result out counts: whole_in_agreement). Failing it there
+     * too would turn correct results into errors, so the revocation starts
+     * at the next operation (docs/faults.md, "Collective failure": the one
+     * exception). Anywhere else the others may wait for this rank's
+     * messages: it fails for all. */
+    bool whole_in_slots = op->agreeing && op->agree.shm && op->agree.state != ZAP_AGREE_START &&
+                          (op->progress == NULL || op->whole_in_agreement);
     revoke_from(op, whole_in_slots ? op->seq + 1 : op->seq, ZAP_ERR_TIMED_OUT);
     op_complete(op, ZAP_ERR_TIMED_OUT);
     return ZAP_ERR_TIMED_OUT;

@@ -79,6 +79,7 @@ struct zap_coll_op {
     bool internal;   /* zap's own (a communicator's setup): freed when it completes */
     bool timed_out;  /* given up on (a wait's deadline, an abandoned hierarchical stage): free does not drain it */
     bool polled;     /* it has had a progress call (later ones look for a revocation first) */
+    bool whole_in_agreement; /* the agreement carries the whole call: its progress only copies the result */
     bool background; /* a zero-count call: its caller's request completed at once, the agreement runs on */
     int culprit;     /* the transport rank its failure blames (a dead or missing peer), -1: none */
     zap_status_t status;      /* ZAP_INPROGRESS until complete */
