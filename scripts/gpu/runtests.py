@@ -124,7 +124,7 @@ def main():
             note('SKIP', t['name'], f'exit {rc}: ' + (out.strip().splitlines() or [''])[-1][:160])
             return
         for r in t['skip_regex']:
-            m = re.search(r, out)
+            m = re.search(r, out, re.S)
             if m:
                 # gtest: "file:line: Skipped" then the reason on the next line.
                 ls = [l.strip() for l in out.splitlines()]
@@ -133,10 +133,10 @@ def main():
                 note('SKIP', t['name'], why[:200])
                 return
         if t['pass_regex']:
-            ok = any(re.search(r, out) for r in t['pass_regex'])
+            ok = any(re.search(r, out, re.S) for r in t['pass_regex'])
         else:
             ok = rc == 0
-        if any(re.search(r, out) for r in t['fail_regex']):
+        if any(re.search(r, out, re.S) for r in t['fail_regex']):
             ok = False
         if t['will_fail']:
             ok = not ok

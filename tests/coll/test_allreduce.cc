@@ -368,28 +368,45 @@ TEST(Allreduce, DirectForcedOnManyRanksRunsAsRecursiveDoubling)
 // Scratch above the pool's largest class is a mapping of its own per
 // allocation; a communicator keeps it between calls, so repeated large calls
 // map nothing new, results stay right, and destroying the communicator gives
-// it back (engine/mem.c, zap_coll_scratch_free).
+// it back (engine/mem.c, zap_coll_scratch_free). The world's pool is host
+// memory, so scratch comes from it on a machine with a GPU too (a managed
+// transport pool sends host data's scratch to a separate host pool).
 TEST(Allreduce, LargeScratchIsKeptBetweenCallsAndGivenBackAtDestroy)
 {
+    zap_pool_params_t pp{};
+    pp.backend = ZAP_POOL_BACKEND_HOST;
+    pp.device = -1;
+    pp.name = "keep-test";
+    zap_pool_t *pool = nullptr;
+    ASSERT_EQ(zap_pool_create(&pp, &pool), ZAP_OK);
+    zap_inproc_world_t *iw = nullptr;
+    ASSERT_EQ(zap_inproc_world_create(2, pool, &iw), ZAP_OK);
+    World w(2, Params().allreduce("rd")); // only for check_allreduce's rank threads and buffers
+    std::vector<zap_comm_t *> own(2, nullptr);
+    std::vector<zap_transport_t *> t(2, nullptr);
+    zap_comm_params_t params = Params().allreduce("rd"); // two slots of the whole vector: 1.2 MiB of scratch
+    for (int r = 0; r < 2; r++)
+        ASSERT_EQ(zap_inproc_transport(iw, r, &t[r]), ZAP_OK);
+    w.run([&](int r) { EXPECT_EQ(zap_comm_create_ex(t[r], &params, &own[r]), ZAP_OK); });
+    std::swap(w.c, own); // check_allreduce runs on the world over the host pool
     zap_pool_stats_t s0, s1, s2;
-    {
-        World w(2, Params().allreduce("rd")); // two slots of the whole vector: 1.2 MiB of scratch
-        zap_pool_t *pool = zap_transport_pool(w.t[0]);
-        check_allreduce(w, ZAP_DT_FLOAT32, ZAP_OP_SUM, 600 << 8, 21, false);
-        zap_pool_stats(pool, &s0);
-        for (int i = 0; i < 5; i++)
-            check_allreduce(w, ZAP_DT_FLOAT32, ZAP_OP_SUM, 600 << 8, 22 + i, i % 2 == 1);
-        check_allreduce(w, ZAP_DT_INT32, ZAP_OP_SUM, 500 << 8, 30, false); // smaller: a kept buffer fits
-        zap_pool_stats(pool, &s1);
-        EXPECT_GT(s0.cold_allocs, 0u) << "the first call needs buffers above the largest class";
-        EXPECT_EQ(s1.cold_allocs, s0.cold_allocs) << "later calls reuse the kept buffers";
-        EXPECT_GT(s1.class_in_use[ZAP_POOL_COLD_CLASS], 0u);
-        EXPECT_LE(s1.class_in_use[ZAP_POOL_COLD_CLASS], 4u) << "at most two per communicator, two communicators";
-        for (int r = 0; r < w.n; r++) {
-            zap_comm_destroy(w.c[r]);
-            w.c[r] = nullptr;
-        }
-        zap_pool_stats(pool, &s2);
-        EXPECT_EQ(s2.class_in_use[ZAP_POOL_COLD_CLASS], 0u) << "destroy gives the kept buffers back";
+    check_allreduce(w, ZAP_DT_FLOAT32, ZAP_OP_SUM, 600 << 8, 21, false);
+    zap_pool_stats(pool, &s0);
+    for (int i = 0; i < 5; i++)
+        check_allreduce(w, ZAP_DT_FLOAT32, ZAP_OP_SUM, 600 << 8, 22 + i, i % 2 == 1);
+    check_allreduce(w, ZAP_DT_INT32, ZAP_OP_SUM, 500 << 8, 30, false); // smaller: a kept buffer fits
+    zap_pool_stats(pool, &s1);
+    EXPECT_GT(s0.cold_allocs, 0u) << "the first call needs buffers above the largest class";
+    EXPECT_EQ(s1.cold_allocs, s0.cold_allocs) << "later calls reuse the kept buffers";
+    EXPECT_GT(s1.class_in_use[ZAP_POOL_COLD_CLASS], 0u);
+    EXPECT_LE(s1.class_in_use[ZAP_POOL_COLD_CLASS], 4u) << "at most two per communicator, two communicators";
+    for (int r = 0; r < 2; r++) {
+        zap_comm_destroy(w.c[r]);
+        w.c[r] = nullptr;
     }
+    std::swap(w.c, own); // the world's own communicators go with it
+    zap_pool_stats(pool, &s2);
+    EXPECT_EQ(s2.class_in_use[ZAP_POOL_COLD_CLASS], 0u) << "destroy gives the kept buffers back";
+    zap_inproc_world_destroy(iw);
+    EXPECT_EQ(zap_pool_destroy(pool), ZAP_OK);
 }
