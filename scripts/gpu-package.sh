@@ -57,7 +57,8 @@ if [ -z "$toolsonly" ]; then
 else
   (cd "$build" && ls tools/*/zap-* cuda/ed25519/zap-ed25519-bench tests/faults/zap-fault-rank 2>/dev/null) > "$out/.files"
 fi
-(cd "$build" && ls tools/*/zap-* cuda/ed25519/zap-ed25519-bench libzap.so* plugin/ompi/mca_coll_zap.so 2>/dev/null) >> "$out/.files"
+(cd "$build" && ls tools/*/zap-* cuda/ed25519/zap-ed25519-bench libzap.so* plugin/ompi/mca_coll_zap.so \
+  plugin/ompi/tests/coll_zap_check plugin/ompi/tests/coll_zap_fortran 2>/dev/null) >> "$out/.files"
 sort -u "$out/.files" | while read -r f; do
   [ -e "$build/$f" ] || continue
   mkdir -p "$out/tree/$(dirname "$f")"
