@@ -11,24 +11,14 @@
 #include <signal.h>
 #include <unistd.h>
 #include <cstdio>
-#include <mutex>
 #include <string>
 extern "C" {
 #include "zap/coll.h"
 #include "zap/ucp.h"
-#include "base/log.h"
 }
+#include "log_sink.h"
 
 namespace {
-std::mutex g_mu;
-std::string g_log;
-void sink(void *, zap_log_level_t level, const char *line)
-{
-    std::lock_guard<std::mutex> g(g_mu);
-    if (level <= ZAP_LOG_ERROR)
-        g_log += line;
-}
-
 [[noreturn]] void leave(int rank, bool ok, const std::string &what)
 {
     if (ok)
@@ -48,7 +38,7 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     if (size != 3)
         leave(rank, false, "run with 3 ranks");
-    zap_log_set_sink(sink, nullptr);
+    logsink::capture(ZAP_LOG_ERROR);
     zap_transport_t *t = nullptr;
     zap_comm_t *c = nullptr;
     if (zap_ucp_transport_create(MPI_COMM_WORLD, nullptr, &t) != ZAP_OK || zap_comm_create(t, &c) != ZAP_OK)
@@ -66,11 +56,7 @@ int main(int argc, char **argv)
     if (st == ZAP_OK)
         st = zap_allreduce(c, big, out, 1 << 16, ZAP_DT_INT64, ZAP_OP_SUM);
     double took = zap_clock_now() - t0;
-    std::string log;
-    {
-        std::lock_guard<std::mutex> g(g_mu);
-        log = g_log;
-    }
+    std::string log = logsink::captured();
     printf("[rank %d] after the kill: %s in %.3f s; log:\n%s", rank, zap_status_string(st), took, log.c_str());
     if (st == ZAP_OK)
         leave(rank, false, "a collective returned success after rank 2 was killed");

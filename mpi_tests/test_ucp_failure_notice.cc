@@ -14,23 +14,13 @@
 #include <mpi.h>
 #include <unistd.h>
 #include <cstdio>
-#include <mutex>
 #include <string>
 extern "C" {
 #include "zap/ucp.h"
-#include "base/log.h"
 }
+#include "log_sink.h"
 
 namespace {
-std::mutex g_mu;
-std::string g_log;
-void sink(void *, zap_log_level_t level, const char *line)
-{
-    std::lock_guard<std::mutex> g(g_mu);
-    if (level <= ZAP_LOG_ERROR)
-        g_log += line;
-}
-
 void leave(int rank, int code, const char *what)
 {
     if (code != 0)
@@ -55,7 +45,7 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return 2;
     }
-    zap_log_set_sink(sink, nullptr);
+    logsink::capture(ZAP_LOG_ERROR);
     zap_transport_t *t = nullptr;
     if (zap_ucp_transport_create(MPI_COMM_WORLD, nullptr, &t) != ZAP_OK) {
         fprintf(stderr, "[rank %d] FAILED: transport create\n", rank);
@@ -96,11 +86,7 @@ int main(int argc, char **argv)
     zap_status_t st = zap_transport_recv(t, 0, 3, &got, sizeof got, nullptr);
     double took = zap_clock_now() - t0;
     printf("[rank 1] receive from rank 0 ended after %.2f s: %s\n", took, zap_status_string(st));
-    std::string log;
-    {
-        std::lock_guard<std::mutex> g(g_mu);
-        log = g_log;
-    }
+    std::string log = logsink::captured();
     printf("[rank 1] log:\n%s", log.c_str());
     if (st != ZAP_ERR_PEER_FAILED)
         leave(rank, 1, "the receive from rank 0 (which left) did not end with PEER_FAILED");

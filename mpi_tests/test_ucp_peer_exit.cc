@@ -12,22 +12,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 #include <string>
 extern "C" {
 #include "zap/ucp.h"
-#include "base/log.h"
 }
+#include "log_sink.h"
 
 namespace {
-std::mutex g_mu;
-std::string g_log;
-void sink(void *, zap_log_level_t, const char *line)
-{
-    std::lock_guard<std::mutex> g(g_mu);
-    g_log += line;
-}
-
 int fail(const char *what)
 {
     fprintf(stderr, "[rank 0] FAILED: %s\n", what);
@@ -48,7 +39,7 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return 2;
     }
-    zap_log_set_sink(sink, nullptr);
+    logsink::capture(ZAP_LOG_TRACE);
     zap_transport_t *t = nullptr;
     if (zap_ucp_transport_create(MPI_COMM_WORLD, nullptr, &t) != ZAP_OK) {
         fprintf(stderr, "[rank %d] FAILED: transport create\n", rank);
@@ -83,11 +74,7 @@ int main(int argc, char **argv)
     zap_status_t st = zap_request_wait(r);
     double took = zap_clock_now() - t0;
     printf("[rank 0] receive from the exited rank ended after %.2f s: %s\n", took, zap_status_string(st));
-    std::string log;
-    {
-        std::lock_guard<std::mutex> g(g_mu);
-        log = g_log;
-    }
+    std::string log = logsink::captured();
     printf("[rank 0] log:\n%s", log.c_str());
     fflush(stdout);
     if (st != ZAP_ERR_PEER_FAILED)

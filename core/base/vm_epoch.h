@@ -1,7 +1,7 @@
-/* The address-space epoch: a counter that moves whenever a mapping of this
- * process is created or removed (mmap, munmap, mremap, brk, shmat/shmdt),
- * while some layer that can see those events watches them (the UCX
- * transport, through UCX's memory hooks: core/transport/ucp_vm.c).
+/* The address-space epoch: a counter that moves whenever a range of this
+ * process is unmapped (munmap, mremap, a shrinking brk, shmdt, a MAP_FIXED
+ * mapping over it), while some layer that can see those events watches them
+ * (the UCX transport, through UCX's memory hooks: core/transport/ucp_vm.c).
  *
  * Why: asking CUDA what kind of memory a pointer is costs a driver call on
  * every collective call. A pointer the driver called plain host memory stays
