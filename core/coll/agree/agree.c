@@ -85,6 +85,8 @@ static zap_status_t setup(zap_coll_op_t *op, zap_coll_form_t form, int phase, co
     size_t stride = (ag->msg_bytes + 63) & ~(size_t)63;
     ag->stride = stride;
     ag->shm = ag->form == ZAP_COLL_FORM_SHM;
+    ag->shm_lone = false;
+    ag->shm_chain_bad = -1;
     size_t slots = ag->form == ZAP_COLL_FORM_FLAT ? (size_t)op->comm->size : ag->shm ? 1 : 2;
     bool host = op->mem != ZAP_MEM_DEVICE;
     if ((count == 0 || host) && slots * stride <= ZAP_COLL_AGREE_INLINE_BYTES) {

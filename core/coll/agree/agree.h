@@ -156,6 +156,9 @@ typedef struct zap_coll_agree {
     uint64_t shm_seq;
     const void *shm_src;
     zap_coll_shm_wait_t shm_wait;
+    uint64_t shm_need; /* the ranks whose slots this rank reads (bit q: rank q); all others unless one-way */
+    bool shm_lone;     /* a failure of this exchange may be seen on this rank alone: it revokes (op.c) */
+    int shm_chain_bad; /* the first rank read whose chain differs from this rank's, or -1 */
 } zap_coll_agree_t;
 
 /* --- the header (agree.c) -------------------------------------------------- */
@@ -191,6 +194,18 @@ zap_status_t zap_coll_agree_init_bcast(zap_coll_op_t *op, zap_coll_form_t form, 
  * other ranks' contributions themselves (gather, alltoall, scan). */
 zap_status_t zap_coll_agree_init_gather(zap_coll_op_t *op, const void *data, size_t bytes);
 const void *zap_coll_agree_slot(const zap_coll_op_t *op, int q);
+/* The shared-memory form only (ignored otherwise), after an init: this rank
+ * reads only the slots of the ranks in need (bit q: rank q; its own bit is
+ * dropped), making the exchange one-way: a broadcast's root reads none and
+ * returns once its slot is written, a gather's non-root the same, a
+ * broadcast's other ranks wait for the root's slot alone. The payload
+ * combination (reduce mode) then runs only on a rank that reads every slot,
+ * and zap_coll_agree_slot is valid for those ranks only. Mismatches are
+ * found by the ranks that read a differing slot, in that call or, through
+ * the chain, at a later one (agree_shm.c); such a failure revokes the
+ * communicator. For calls the agreement carries whole only: a form that
+ * moves data after agreeing needs every rank to know the arguments agreed. */
+void zap_coll_agree_shm_need(zap_coll_op_t *op, uint64_t need);
 /* Advances it: ZAP_INPROGRESS, ZAP_OK (arguments agree), ZAP_ERR_MISMATCH
  * (logged once with the differing field) or a transport error. */
 zap_status_t zap_coll_agree_progress(zap_coll_op_t *op);

@@ -1,19 +1,45 @@
 /* The agreement in shared memory (agree.h), for communicators whose ranks are
  * processes on one host (the segment and its layout: coll/shm/shm.h). One
  * round with no messages: each rank writes its argument words and, up to
- * ZAP_COLL_SHM_PAYLOAD bytes, its payload into its own slot, waits until every
- * other rank's slot holds the same exchange, merges the p headers and reduces
- * the p payloads in rank order ((c0 op c1) op c2) ... op c(p-1), as the flat
- * form does: every rank computes the same expression on the same operands and
- * holds identical bytes. In broadcast mode the root's slot carries the data.
+ * ZAP_COLL_SHM_PAYLOAD bytes, its payload into its own slot, then reads the
+ * slots its part of the call needs and merges their headers with its own.
  *
- * Every allreduce and broadcast on such a communicator agrees here under the
- * automatic choice (allreduce.c, bcast.c); larger vectors agree with the
- * header alone and then run their own algorithm. A peer that dies while
- * others wait for its slot is seen by its pid and named at once; one that is
- * alive but never arrives ends the wait at the communicator's timeout (the
- * engine names it). Cost at 8 bytes: one cache line written, p - 1 read. */
+ * Two-way (the default): every rank reads every slot, merges the p headers
+ * and reduces the p payloads in rank order ((c0 op c1) op c2) ... op c(p-1),
+ * as the flat form does: every rank computes the same expression on the same
+ * operands and holds identical bytes. Every allreduce and broadcast agrees
+ * here under the automatic choice; larger vectors agree with the header
+ * alone and then run their own algorithm, which needs every rank to know
+ * that the arguments agreed.
+ *
+ * One-way (zap_coll_agree_shm_need): in a call the exchange carries whole, a
+ * rank reads only the slots whose data it needs: a broadcast's or scatter's
+ * root none (it returns once its slot is written), the other ranks the
+ * root's; a gather's or reduce's root every slot, the others none; a scan's
+ * rank r the slots below r. This is what takes the agreement's round trip
+ * out of small rooted calls: like Open MPI's, their roots send and go on.
+ * Bank reuse (shm.h) bounds how far ahead a writer runs.
+ *
+ * What a one-way call checks: each rank compares its header with those it
+ * reads, so a non-root finds a root whose arguments differ in that call.
+ * Differences between ranks that read nothing of each other (two ranks that
+ * both take themselves for the root, say) are found later, through the
+ * chain: every slot carries a hash of its writer's agreed arguments of all
+ * earlier exchanges, and a reader whose own chain differs fails with a
+ * mismatch naming the writer. The next two-way call (an allreduce, a
+ * barrier, any call above a slot) reads every slot, so it finds any such
+ * difference at the latest. A failure one rank may see alone revokes the
+ * communicator (engine/op.c), so every rank fails that call or its next
+ * one: a mismatch in a rooted or prefix call ends the communicator, where a
+ * two-way mismatch, seen by every rank alike, leaves it usable. A program
+ * whose last calls differ in a way no reader saw ends without the error.
+ *
+ * A peer that dies while others wait for its slot or its done line is seen
+ * by its pid and named at once; one that is alive but never arrives ends the
+ * wait at the communicator's deadline if one is set (the engine names it).
+ * Cost at 8 bytes: one cache line written, the needed ones read. */
 #include "coll/agree/agree.h"
+#include "coll/coll_test.h"
 #include "coll/comm_impl.h"
 #include "coll/engine/mem.h"
 #include "coll/reduce/reduce.h"
@@ -35,6 +61,51 @@ static bool hdr_agreed(const zap_coll_hdr_t *h)
     return ((h->max[ZAP_HDR_LANES] >> (8 * ZAP_COLL_LANE_BAD)) & 0xff) == 0;
 }
 
+_Static_assert(ZAP_COLL_TEST_SHM_BANKS == ZAP_COLL_SHM_BANKS, "the test hook says how far a writer runs ahead");
+
+/* The lanes every rank must share (kind, algorithm, datatype, op): the
+ * chain leaves out the votes and the bad mark, which differ by rank. */
+#define AGREED_LANES ((UINT64_C(1) << (8 * ZAP_COLL_LANE_BAD)) - 1)
+
+/* A multiply-xor step per word: the chain only has to differ where the
+ * arguments did, not resist anyone choosing them. */
+static inline uint64_t mix(uint64_t h, uint64_t v)
+{
+    h = (h ^ v) * UINT64_C(0x9e3779b97f4a7c15);
+    return h ^ (h >> 29);
+}
+
+static uint64_t chain_next(uint64_t c, const zap_coll_hdr_t *h)
+{
+    for (int f = 0; f < ZAP_HDR_LANES; f++)
+        c = mix(mix(c, h->min[f]), h->max[f]);
+    return mix(mix(c, h->min[ZAP_HDR_LANES] & AGREED_LANES), h->max[ZAP_HDR_LANES] & AGREED_LANES);
+}
+
+static bool same_agreed(const uint64_t *a, const uint64_t *b)
+{
+    for (int f = 0; f < ZAP_HDR_LANES; f++)
+        if (a[f] != b[f])
+            return false;
+    return ((a[ZAP_HDR_LANES] ^ b[ZAP_HDR_LANES]) & AGREED_LANES) == 0;
+}
+
+/* Kinds whose small calls run one-way on some rank (the forms that call
+ * zap_coll_agree_shm_need): a failure seen in such an exchange may be this
+ * rank's alone. */
+static bool one_way_kind(uint64_t lanes)
+{
+    switch ((zap_coll_kind_t)((lanes >> (8 * ZAP_COLL_LANE_KIND)) & 0xff)) {
+    case ZAP_COLL_BCAST:
+    case ZAP_COLL_SCATTERV:
+    case ZAP_COLL_GATHER:
+    case ZAP_COLL_REDUCE:
+    case ZAP_COLL_SCAN:
+    case ZAP_COLL_EXSCAN: return true;
+    default: return false;
+    }
+}
+
 zap_status_t zap_coll_agree_shm_setup(zap_coll_op_t *op, bool reserved)
 {
     zap_coll_shm_t *s = op->comm->shm;
@@ -42,42 +113,118 @@ zap_status_t zap_coll_agree_shm_setup(zap_coll_op_t *op, bool reserved)
     if (!reserved)
         ag->shm_seq = ++s->next;
     ag->shm_wait = (zap_coll_shm_wait_t){0, 0, 0};
+    ag->shm_need = zap_coll_shm_all_ranks(s) & ~(UINT64_C(1) << s->rank);
+    ag->shm_lone = false;
+    ag->shm_chain_bad = -1;
     return ZAP_OK;
 }
 
-/* This rank's contribution, once its previous exchange is read through. */
+void zap_coll_agree_shm_need(zap_coll_op_t *op, uint64_t need)
+{
+    zap_coll_shm_t *s = op->comm->shm;
+    if (!op->agree.shm || op->agree.state != ZAP_AGREE_START)
+        return;
+    op->agree.shm_need = need & zap_coll_shm_all_ranks(s) & ~(UINT64_C(1) << s->rank);
+}
+
+/* Before writing exchange seq into its bank: every rank has read through
+ * seq - BANKS, the bank's previous exchange (shm.h). One load per rank while
+ * the readers keep up. */
+static zap_status_t bank_free(zap_coll_op_t *op, zap_coll_shm_t *s, uint64_t seq)
+{
+    if (seq <= ZAP_COLL_SHM_BANKS || s->safe >= seq - ZAP_COLL_SHM_BANKS)
+        return ZAP_OK;
+    uint64_t want = seq - ZAP_COLL_SHM_BANKS, low = UINT64_MAX;
+    for (int q = 0; q < s->size; q++) {
+        uint64_t v = atomic_load_explicit(zap_coll_shm_done_line(s, q), memory_order_acquire);
+        low = v < low ? v : low;
+    }
+    if (low >= want) {
+        s->safe = low;
+        return ZAP_OK;
+    }
+    zap_status_t st = zap_coll_shm_gather(op, zap_coll_shm_done_line(s, 0), 8 * sizeof(uint64_t), want, true,
+                                          &op->agree.shm_wait);
+    if (st == ZAP_OK)
+        s->safe = want;
+    return st;
+}
+
+/* This rank's contribution, once its previous exchange is read through and
+ * the bank is free. */
 static void publish(zap_coll_op_t *op, zap_coll_shm_t *s)
 {
     zap_coll_agree_t *ag = &op->agree;
     zap_coll_shm_slot_t *own = zap_coll_shm_slot(s, ag->shm_seq, s->rank);
     for (int f = 0; f < ZAP_HDR_NWORDS; f++)
         own->words[f] = op->hdr_own.min[f];
+    own->chain = s->chain;
     if (ag->count > 0 && (ag->root < 0 || ag->root == s->rank)) /* a broadcast's data: the root's */
         zap_coll_copy(op, own->payload, ag->shm_src, ag->count * zap_dtype_size(ag->dt));
     atomic_store_explicit(&own->seq, ag->shm_seq, memory_order_release);
 }
 
-/* Every slot holds this exchange: merge the headers, then (arguments agreed)
- * reduce the payloads in rank order into the result area. */
+/* Every slot this rank reads holds this exchange: merge their headers with
+ * its own, check their chains, then (arguments agreed) take the root's data
+ * or, reading every slot, reduce the payloads in rank order into the result
+ * area. The chain moves on by what every rank can compute alike: the merged
+ * header where this rank read every slot, else its own (equal to the merged
+ * one wherever the arguments agree). */
 static void combine_slots(zap_coll_op_t *op, zap_coll_shm_t *s)
 {
     zap_coll_agree_t *ag = &op->agree;
-    zap_coll_hdr_t h;
+    const zap_coll_shm_slot_t *mine = zap_coll_shm_slot(s, ag->shm_seq, s->rank);
+    zap_coll_hdr_t own, h;
+    words_to_hdr(mine->words, &own);
+    *ag->acc = own;
+    bool lone = one_way_kind(mine->words[ZAP_HDR_LANES]);
     for (int q = 0; q < s->size; q++) {
+        if (!((ag->shm_need >> q) & 1))
+            continue;
         const zap_coll_shm_slot_t *in = zap_coll_shm_slot(s, ag->shm_seq, q);
         words_to_hdr(in->words, &h);
-        if (q == 0)
-            *ag->acc = h;
-        else
-            zap_coll_agree_merge(ag->acc, &h);
+        zap_coll_agree_merge(ag->acc, &h);
+        lone = lone || one_way_kind(in->words[ZAP_HDR_LANES]);
+        if (ag->shm_chain_bad < 0 && in->chain != mine->chain) {
+            ag->shm_chain_bad = q;
+            if (op->culprit < 0)
+                op->culprit = zap_coll_transport_rank(op->comm, q);
+        }
+        if (op->culprit < 0 && !same_agreed(in->words, mine->words))
+            op->culprit = zap_coll_transport_rank(op->comm, q);
     }
-    if (ag->count > 0 && ag->root != ZAP_COLL_AGREE_GATHER && hdr_agreed(ag->acc)) {
-        size_t bytes = ag->count * zap_dtype_size(ag->dt);
-        unsigned char *dst = (unsigned char *)ag->acc + sizeof(zap_coll_hdr_t);
-        memcpy(dst, zap_coll_shm_slot(s, ag->shm_seq, ag->root >= 0 ? ag->root : 0)->payload, bytes);
-        for (int q = 1; ag->root < 0 && q < s->size; q++)
-            zap_reduce_cpu(ag->dt, ag->op, dst, dst, zap_coll_shm_slot(s, ag->shm_seq, q)->payload, ag->count);
+    bool all = ag->shm_need == (zap_coll_shm_all_ranks(s) & ~(UINT64_C(1) << s->rank));
+    ag->shm_lone = lone || ag->shm_chain_bad >= 0;
+    s->chain = chain_next(s->chain, all ? ag->acc : &own);
+    if (ag->count == 0 || ag->root == ZAP_COLL_AGREE_GATHER || ag->shm_chain_bad >= 0 || !hdr_agreed(ag->acc))
+        return;
+    size_t bytes = ag->count * zap_dtype_size(ag->dt);
+    unsigned char *dst = (unsigned char *)ag->acc + sizeof(zap_coll_hdr_t);
+    if (ag->root >= 0) { /* a broadcast: the root has the data already */
+        if (ag->root != s->rank && ((ag->shm_need >> ag->root) & 1))
+            memcpy(dst, zap_coll_shm_slot(s, ag->shm_seq, ag->root)->payload, bytes);
+        return;
     }
+    if (!all)
+        return;
+    memcpy(dst, zap_coll_shm_slot(s, ag->shm_seq, 0)->payload, bytes);
+    for (int q = 1; q < s->size; q++)
+        zap_reduce_cpu(ag->dt, ag->op, dst, dst, zap_coll_shm_slot(s, ag->shm_seq, q)->payload, ag->count);
+}
+
+/* The verdict, with the chain's: a reader whose chain differs from a
+ * writer's fails even where this call's arguments agree. */
+static zap_status_t shm_verdict(zap_coll_op_t *op)
+{
+    zap_coll_agree_t *ag = &op->agree;
+    if (ag->shm_chain_bad < 0 && hdr_agreed(ag->acc)) {
+        ag->shm_lone = false;
+        return ZAP_OK;
+    }
+    zap_status_t st = ag->shm_chain_bad >= 0 ? ZAP_ERR_MISMATCH : zap_coll_agree_verdict(op);
+    if (st == ZAP_OK)
+        ag->shm_lone = false;
+    return st;
 }
 
 const void *zap_coll_agree_slot(const zap_coll_op_t *op, int q)
@@ -89,8 +236,9 @@ zap_status_t zap_coll_agree_shm_progress(zap_coll_op_t *op)
 {
     zap_coll_shm_t *s = op->comm->shm;
     zap_coll_agree_t *ag = &op->agree;
+    zap_status_t st;
     if (ag->state == ZAP_AGREE_DONE)
-        return zap_coll_agree_verdict(op);
+        return shm_verdict(op);
     if (ag->state == ZAP_AGREE_START) {
         if (s->abandoned) {
             zap_error("coll: rank %d: an earlier shared-memory exchange on communicator %u ended without completing "
@@ -100,15 +248,35 @@ zap_status_t zap_coll_agree_shm_progress(zap_coll_op_t *op)
         }
         if (s->done + 1 != ag->shm_seq)
             return ZAP_INPROGRESS; /* an earlier exchange of this rank is still being read */
+        /* Whatever this rank read of earlier exchanges it read in the
+         * progress call that completed them: those slots are free now. */
+        atomic_store_explicit(zap_coll_shm_done_line(s, s->rank), s->done, memory_order_release);
+        ag->state = ZAP_AGREE_STEP_POST;
+    }
+    if (ag->state == ZAP_AGREE_STEP_POST) {
+        if ((st = bank_free(op, s, ag->shm_seq)) != ZAP_OK)
+            return st;
         publish(op, s);
+        ag->shm_wait = (zap_coll_shm_wait_t){zap_coll_shm_all_ranks(s) & ~ag->shm_need, 0, 0};
         ag->state = ZAP_AGREE_STEP_WAIT;
     }
-    zap_status_t st = zap_coll_shm_gather(op, &zap_coll_shm_slot(s, ag->shm_seq, 0)->seq, ZAP_COLL_SHM_SLOT_BYTES,
-                                          ag->shm_seq, false, &ag->shm_wait);
+    st = zap_coll_shm_gather(op, &zap_coll_shm_slot(s, ag->shm_seq, 0)->seq, ZAP_COLL_SHM_SLOT_BYTES, ag->shm_seq,
+                             false, &ag->shm_wait);
     if (st != ZAP_OK)
         return st;
     combine_slots(op, s);
     s->done = ag->shm_seq;
     ag->state = ZAP_AGREE_DONE;
-    return zap_coll_agree_verdict(op);
+    /* Outside gather mode what this rank needed of the slots is in its own
+     * result area now: a writer may reuse them. In gather mode the caller
+     * still reads them; the line moves when the operation ends
+     * (zap_coll_shm_settle) or this rank writes its next slot. */
+    if (ag->root != ZAP_COLL_AGREE_GATHER)
+        atomic_store_explicit(zap_coll_shm_done_line(s, s->rank), s->done, memory_order_release);
+    if (ag->shm_chain_bad >= 0)
+        zap_error("coll: rank %d: collective arguments differed across ranks in an earlier call that no rank could "
+                  "check then (its chain differs from rank %d's; communicator %u, sequence %llu): every rank fails "
+                  "this call or its next",
+                  op->comm->rank, ag->shm_chain_bad, zap_coll_comm_id(op->comm), (unsigned long long)op->seq);
+    return shm_verdict(op);
 }

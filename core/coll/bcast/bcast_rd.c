@@ -55,6 +55,11 @@ zap_status_t zap_bcast_rd_init(zap_coll_op_t *op)
     zap_status_t st = zap_coll_agree_init_bcast(op, op->form, 0, op->args.dst, op->args.bytes, op->args.root);
     if (st != ZAP_OK)
         return st;
+    /* In shared memory, one-way: the root writes and goes on, the others
+     * read its slot (agree/agree_shm.c). */
+    int root = op->args.root;
+    if (root >= 0 && root < op->comm->size)
+        zap_coll_agree_shm_need(op, root == op->comm->rank ? 0 : UINT64_C(1) << root);
     op->agreeing = true;
     op->progress = finish;
     op->whole_in_agreement = true;

@@ -14,7 +14,8 @@
  * progress call, and once more just before it completes successfully, so a
  * rank that learned of the failure before finishing never returns success.
  * Failures every rank sees in the agreement (mismatch, invalid arguments)
- * revoke nothing: the communicator goes on. */
+ * revoke nothing: the communicator goes on; in a one-way shared-memory
+ * exchange (agree/agree_shm.c) a rank may see them alone, and they revoke. */
 #include "coll/engine/op.h"
 #include "coll/comm_impl.h"
 #include "coll/engine/mem.h"
@@ -135,6 +136,8 @@ static void describe(char *buf, size_t cap, zap_status_t st, int culprit)
         snprintf(buf, cap, "peer rank %d failed", culprit);
     else if (st == ZAP_ERR_TIMED_OUT && culprit >= 0)
         snprintf(buf, cap, "timed out waiting for transport rank %d", culprit);
+    else if (st == ZAP_ERR_MISMATCH && culprit >= 0)
+        snprintf(buf, cap, "its arguments differed from transport rank %d's", culprit);
     else if (st == ZAP_ERR_CANCELED)
         snprintf(buf, cap, "cancelled there before it completed");
     else
@@ -239,7 +242,7 @@ static bool uniform(zap_status_t st)
 static void revoke_from(zap_coll_op_t *op, uint64_t seq, zap_status_t st)
 {
     zap_comm_t *c = op->comm;
-    if (uniform(st) || (c->revoked_from != 0 && c->revoked_from <= seq))
+    if ((uniform(st) && !(op->agree.shm_lone && st != ZAP_ERR_REVOKED)) || (c->revoked_from != 0 && c->revoked_from <= seq))
         return;
     int me = zap_transport_rank(c->t);
     learn(c, seq, st, op->culprit, me);

@@ -36,6 +36,8 @@ zap_status_t zap_gather_shm_init(zap_coll_op_t *op)
     zap_status_t st = zap_coll_agree_init_gather(op, a->src != NULL ? a->src : a->dst, blk);
     if (st != ZAP_OK)
         return st;
+    /* One-way: the others write and go on, the root reads every slot. */
+    zap_coll_agree_shm_need(op, op->comm->rank == a->root ? ~UINT64_C(0) : 0);
     op->agreeing = true;
     op->progress = shm_finish;
     return ZAP_OK;

@@ -132,6 +132,8 @@ zap_status_t zap_reduce_shm_init(zap_coll_op_t *op)
         zap_status_t st = zap_coll_agree_init(op, op->form, 0, a->src, a->count, a->dt, a->op);
         if (st != ZAP_OK)
             return st;
+        /* One-way: the others write and go on; the root reads and reduces. */
+        zap_coll_agree_shm_need(op, sh->rank == a->root ? ~UINT64_C(0) : 0);
         op->agreeing = true;
         op->progress = small_finish;
         return ZAP_OK;

@@ -44,6 +44,8 @@ zap_status_t zap_scan_shm_init(zap_coll_op_t *op)
         st = zap_coll_agree_init_gather(op, a->src, a->bytes);
     if (st != ZAP_OK)
         return st;
+    /* One-way: rank r reads the slots below it only. */
+    zap_coll_agree_shm_need(op, (UINT64_C(1) << op->comm->rank) - 1);
     op->agreeing = true;
     op->progress = shm_finish;
     return ZAP_OK;

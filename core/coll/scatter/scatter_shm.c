@@ -197,6 +197,8 @@ zap_status_t zap_scatter_shm_init(zap_coll_op_t *op)
             data = a->src, bytes = a->fixed * es * (size_t)p;
         if ((st = zap_coll_agree_init_gather(op, data, bytes)) != ZAP_OK)
             return st;
+        /* One-way: the root writes and goes on, the others read its slot. */
+        zap_coll_agree_shm_need(op, root ? 0 : UINT64_C(1) << a->root);
         op->agreeing = true;
         op->progress = blocks_finish;
         return ZAP_OK;

@@ -7,18 +7,26 @@
  * (shm_segment.c); the waits and turns every form shares are in shm_sync.c.
  *
  * Layout: a page holding a magic, a random token, each rank's pid and the
- * address it mapped the segment at (the single-copy probe), then two banks
- * of one slot per rank. Exchange k (1, 2, ... on the communicator)
- * uses bank k & 1. A slot is one cache line of sequence number and argument
- * words, then the payload (up to ZAP_COLL_SHM_PAYLOAD bytes): an 8-byte
- * vector and its header are one cache line. The writer stores the words and
- * the payload, then the sequence number with release order; readers wait
- * for it with acquire order.
+ * address it mapped the segment at (the single-copy probe), then
+ * ZAP_COLL_SHM_BANKS banks of one slot per rank, then one cache line per
+ * rank holding the last exchange it has read through (its done line).
+ * Exchange k (1, 2, ... on the communicator) uses bank k % BANKS. A slot is
+ * the sequence number, the argument words and the chain (agree_shm.c), then
+ * the payload (up to ZAP_COLL_SHM_PAYLOAD bytes): an 8-byte vector and its
+ * header are one cache line. The writer stores the words and the payload,
+ * then the sequence number with release order; readers wait for it with
+ * acquire order.
  *
- * Why two banks are enough: a rank writes exchange k only after it has read
- * every slot of exchange k - 1, which every rank wrote only after reading
- * all of k - 2, the last exchange in the same bank. No rank therefore
- * overwrites a slot another rank still has to read.
+ * Every rank writes its slot in every exchange, but reads only the slots its
+ * part needs: all of them for an allreduce, the root's for a small broadcast
+ * or scatter, none on a non-root of a small gather or reduce (agree_shm.c,
+ * "one-way"). So a rank may run up to BANKS exchanges ahead of a reader, and
+ * before writing exchange k it waits until every rank's done line says it
+ * has read through k - BANKS, the last exchange in the same bank: no rank
+ * overwrites a slot another rank still has to read. A rank publishes its
+ * done line once it has read what it needs of an exchange: at once where
+ * the agreement copied it out, when the operation ends where its form reads
+ * the slots itself (gather mode), and again when it writes its next slot.
  *
  * Then one line of flags per rank (input published, block reduced, done) and
  * the large area (ZAP_COLL_SHM_LARGE_BYTES, default 16 MiB, less on many
@@ -42,6 +50,7 @@
 #define ZAP_COLL_SHM_MAX_RANKS 64
 #define ZAP_COLL_SHM_SLOT_BYTES 4096
 #define ZAP_COLL_SHM_WORDS 4 /* the argument header's words, as this rank's own (min = max) */
+#define ZAP_COLL_SHM_BANKS 4 /* a power of two: how far a writer may run ahead of its readers */
 /* The payload a slot carries: what the exchange's inline area (header and
  * payload, ZAP_COLL_AGREE_INLINE_BYTES) can hold as the result. */
 #define ZAP_COLL_SHM_PAYLOAD ZAP_COLL_SHM_MAX_BYTES
@@ -49,7 +58,8 @@
 typedef struct zap_coll_shm_slot {
     _Atomic uint64_t seq; /* the exchange whose words and payload are in place */
     uint64_t words[ZAP_COLL_SHM_WORDS];
-    unsigned char payload[]; /* from byte 40; fits ZAP_COLL_SHM_SLOT_BYTES */
+    uint64_t chain; /* the writer's chain before this exchange (agree_shm.c) */
+    unsigned char payload[]; /* from byte 48; fits ZAP_COLL_SHM_SLOT_BYTES */
 } zap_coll_shm_slot_t;
 
 /* A rank's flags of the large protocols, each on its own cache line. Values
@@ -86,6 +96,9 @@ typedef struct zap_coll_shm {
     _Atomic uint64_t *revoke_entry; /* 2 words per communicator rank */
     uint64_t next;              /* the last exchange number handed out */
     uint64_t done;              /* the last exchange this rank has read completely */
+    _Atomic uint64_t *done_line; /* rank q's published done at done_line + 8 q (one cache line each) */
+    uint64_t safe;              /* every rank's done line was at least this when last read */
+    uint64_t chain;             /* hash of the agreed arguments of exchanges 1 .. done (agree_shm.c) */
     bool abandoned;             /* an exchange was given up half way: the rest cannot run */
     /* The large area (big_bytes 0: none). */
     size_t big_bytes;           /* the largest vector it carries, a multiple of 4 KiB */
@@ -124,6 +137,9 @@ static inline void zap_coll_shm_block(size_t n, int p, int q, size_t *lo, size_t
     *hi = *lo + base + ((size_t)q < extra ? 1 : 0);
 }
 
+/* Rank q's done line (shm_segment.c lays them out a cache line apart). */
+static inline _Atomic uint64_t *zap_coll_shm_done_line(const zap_coll_shm_t *s, int q) { return s->done_line + 8 * q; }
+
 /* One bit per rank of s. */
 static inline uint64_t zap_coll_shm_all_ranks(const zap_coll_shm_t *s)
 {
@@ -132,7 +148,7 @@ static inline uint64_t zap_coll_shm_all_ranks(const zap_coll_shm_t *s)
 
 static inline zap_coll_shm_slot_t *zap_coll_shm_slot(const zap_coll_shm_t *s, uint64_t k, int rank)
 {
-    size_t i = (size_t)(k & 1) * (size_t)s->size + (size_t)rank;
+    size_t i = (size_t)(k & (ZAP_COLL_SHM_BANKS - 1)) * (size_t)s->size + (size_t)rank;
     return (zap_coll_shm_slot_t *)((char *)s->base + ZAP_COLL_SHM_SLOT_BYTES * (1 + i));
 }
 
@@ -207,7 +223,8 @@ int zap_coll_shm_first_missing(const zap_coll_op_t *op);
 /* An operation released before its shared-memory exchanges completed (an
  * error or a timeout ended it, or it was freed and could not be drained):
  * the communicator's later exchanges fail with ZAP_ERR_CANCELED instead of
- * waiting on an order that can no longer hold. */
+ * waiting on an order that can no longer hold. An operation whose exchange
+ * completed publishes this rank's done line (its form has read the slots). */
 void zap_coll_shm_settle(zap_coll_op_t *op);
 /* What the large forms do first, once the arguments agreed: take op's large
  * exchange number (agreements complete in post order on every rank, and a

@@ -19,7 +19,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#define SHM_MAGIC UINT64_C(0x7a61702d73686d31) /* "zap-shm1" */
+#define SHM_MAGIC UINT64_C(0x7a61702d73686d32) /* "zap-shm2": the layout with banks and done lines */
 
 typedef struct seg_head {
     uint64_t magic;
@@ -45,7 +45,14 @@ typedef zap_coll_shm_ref_t seg_ref_t;
 /* The large area may take at most this much of /dev/shm per communicator. */
 #define BIG_TOTAL_MAX ((size_t)64 << 20)
 
-static size_t small_bytes(int p) { return (size_t)ZAP_COLL_SHM_SLOT_BYTES * (1 + 2 * (size_t)p); }
+#define DONE_STRIDE 64 /* bytes: a done line per rank */
+static size_t done_bytes(int p)
+{
+    size_t b = DONE_STRIDE * (size_t)p;
+    return (b + ZAP_COLL_SHM_SLOT_BYTES - 1) / ZAP_COLL_SHM_SLOT_BYTES * ZAP_COLL_SHM_SLOT_BYTES;
+}
+static size_t banks_end(int p) { return (size_t)ZAP_COLL_SHM_SLOT_BYTES * (1 + ZAP_COLL_SHM_BANKS * (size_t)p); }
+static size_t small_bytes(int p) { return banks_end(p) + done_bytes(p); }
 static size_t ctl_bytes(int p)
 {
     size_t b = sizeof(zap_coll_shm_ctl_t) * (size_t)p;
@@ -226,6 +233,7 @@ zap_status_t zap_coll_shm_adopt(zap_coll_shm_map_t *m, int rank, int p, bool cma
     s->rank = rank;
     s->size = p;
     s->pids = h->pids;
+    s->done_line = (_Atomic uint64_t *)((unsigned char *)m->base + banks_end(p));
     s->revoked = &((seg_head_t *)m->base)->revoked;
     s->revoke_entry = ((seg_head_t *)m->base)->revoke_entry;
     s->cma = cma;

@@ -1,0 +1,301 @@
+// The one-way shared-memory exchanges (agree/agree_shm.c, coll/shm/shm.h):
+// small broadcasts, scatters, gathers, reduces and scans on ranks of one
+// host, whose writers do not wait for their readers (up to
+// ZAP_COLL_SHM_BANKS exchanges ahead), and how a mismatch that only some
+// ranks can see reaches every rank: the rank that sees it fails and revokes
+// the communicator, so every other rank fails that call or its next one.
+// Every rank of these runs is on one host, so each communicator has its
+// segment.
+#include <gtest/gtest.h>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+#include "mpi_harness.h"
+extern "C" {
+#include "zap/coll.h"
+#include "zap/ucp.h"
+#include "coll/coll_test.h"
+}
+
+namespace {
+
+const int kAhead = ZAP_COLL_TEST_SHM_BANKS;
+
+class Oneway : public ::testing::Test {
+  protected:
+    static void SetUpTestSuite() { ASSERT_EQ(zap_ucp_transport_create(MPI_COMM_WORLD, nullptr, &t_), ZAP_OK); }
+    static void TearDownTestSuite()
+    {
+        zap_transport_close(t_);
+        t_ = nullptr;
+    }
+    // A fresh communicator per test: the mismatch tests leave theirs revoked.
+    void SetUp() override
+    {
+        ASSERT_EQ(zap_comm_create(t_, &comm_), ZAP_OK);
+        zap_comm_attr_t a{};
+        a.field_mask = ZAP_COMM_ATTR_SHARED_MEMORY;
+        ASSERT_EQ(zap_comm_query(comm_, &a), ZAP_OK);
+        ASSERT_TRUE(a.shared_memory) << "all ranks of this test run on one host";
+    }
+    void TearDown() override
+    {
+        zap_comm_destroy(comm_);
+        comm_ = nullptr;
+    }
+    // An allreduce every rank must see succeed with the right sum.
+    void sum_ok(int tag)
+    {
+        int32_t x = tag, y = 0;
+        ASSERT_EQ(zap_allreduce(comm_, &x, &y, 1, ZAP_DT_INT32, ZAP_OP_SUM), ZAP_OK) << "allreduce " << tag;
+        ASSERT_EQ(y, tag * MpiSize());
+    }
+    // After a failure one rank saw alone: this rank's status for the failing
+    // call (st) is its own error where it saw it, else success or the
+    // revocation (it may have read the other rank's notice before it
+    // finished); its next call fails on every rank, never succeeds.
+    void expect_revoked_next()
+    {
+        int32_t x = 1, y = 0;
+        zap_status_t st = zap_allreduce(comm_, &x, &y, 1, ZAP_DT_INT32, ZAP_OP_SUM);
+        EXPECT_TRUE(st == ZAP_ERR_REVOKED || st == ZAP_ERR_MISMATCH) << zap_status_string(st);
+        int32_t b = 0;
+        EXPECT_EQ(zap_bcast(comm_, &b, 1, ZAP_DT_INT32, 0), ZAP_ERR_REVOKED) << "the communicator stays revoked";
+    }
+    static zap_transport_t *t_;
+    zap_comm_t *comm_ = nullptr;
+};
+zap_transport_t *Oneway::t_ = nullptr;
+
+// The root completes kAhead broadcasts before any other rank has entered the
+// first: the others wait for a message the root sends only afterwards, so a
+// root that waited for its readers would never get there (the test would
+// time out).
+TEST_F(Oneway, BroadcastRootCompletesBeforeItsReadersArrive)
+{
+    int rank = MpiRank(), size = MpiSize();
+    for (int root : {0, size - 1}) {
+        sum_ok(1);
+        std::vector<std::vector<int64_t>> bufs(kAhead, std::vector<int64_t>(3, -1));
+        if (rank == root) {
+            for (int i = 0; i < kAhead; i++) {
+                bufs[i] = {i, 100 + i, 200 + i};
+                ASSERT_EQ(zap_bcast(comm_, bufs[i].data(), 3, ZAP_DT_INT64, root), ZAP_OK);
+            }
+            for (int q = 0; q < size; q++)
+                if (q != root)
+                    MPI_Send(&root, 1, MPI_INT, q, 7, MPI_COMM_WORLD);
+        } else {
+            int token = -1;
+            MPI_Recv(&token, 1, MPI_INT, root, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            for (int i = 0; i < kAhead; i++) {
+                ASSERT_EQ(zap_bcast(comm_, bufs[i].data(), 3, ZAP_DT_INT64, root), ZAP_OK);
+                EXPECT_EQ(bufs[i][0], i) << "root " << root << " call " << i;
+                EXPECT_EQ(bufs[i][2], 200 + i) << "root " << root << " call " << i;
+            }
+        }
+        sum_ok(2);
+    }
+}
+
+// The same for the other side: a gather's (and a reduce's) non-roots write
+// and go on; the root, arriving after kAhead calls of theirs, finds every
+// block still there.
+TEST_F(Oneway, GatherAndReduceContributorsCompleteBeforeTheRootArrives)
+{
+    int rank = MpiRank(), size = MpiSize(), root = size - 1;
+    sum_ok(1);
+    const int n = kAhead / 2;
+    std::vector<std::vector<int32_t>> g(n, std::vector<int32_t>(2 * (size_t)size, -1));
+    std::vector<std::vector<int64_t>> r(n, std::vector<int64_t>(2, -1));
+    if (rank == root) {
+        int token = -1;
+        for (int q = 0; q < size - 1; q++)
+            MPI_Recv(&token, 1, MPI_INT, MPI_ANY_SOURCE, 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    }
+    for (int i = 0; i < n; i++) {
+        int32_t mine[2] = {1000 * i + rank, -(1000 * i + rank)};
+        ASSERT_EQ(zap_gather(comm_, mine, 2, g[i].data(), ZAP_DT_INT32, root), ZAP_OK);
+        int64_t v[2] = {i + rank, (int64_t)1 << rank};
+        ASSERT_EQ(zap_reduce(comm_, v, r[i].data(), 2, ZAP_DT_INT64, ZAP_OP_SUM, root), ZAP_OK);
+    }
+    if (rank != root)
+        MPI_Send(&rank, 1, MPI_INT, root, 9, MPI_COMM_WORLD);
+    if (rank == root) {
+        for (int i = 0; i < n; i++) {
+            for (int q = 0; q < size; q++) {
+                EXPECT_EQ(g[i][2 * q], 1000 * i + q) << "gather " << i << " block " << q;
+                EXPECT_EQ(g[i][2 * q + 1], -(1000 * i + q)) << "gather " << i << " block " << q;
+            }
+            EXPECT_EQ(r[i][0], (int64_t)i * size + (int64_t)size * (size - 1) / 2) << "reduce " << i;
+            EXPECT_EQ(r[i][1], ((int64_t)1 << size) - 1) << "reduce " << i;
+        }
+    }
+    sum_ok(2);
+}
+
+// A long stream of every one-way call from every root, interleaved with
+// two-way ones: the banks are reused many times over with writers running
+// ahead, and every rank ends with every byte right.
+TEST_F(Oneway, LongMixedStreamStaysRight)
+{
+    int rank = MpiRank(), size = MpiSize();
+    long bad = 0;
+    std::vector<int32_t> all((size_t)size * 3), mine(3), big(1000);
+    for (int i = 0; i < 3000; i++) {
+        int root = (i / 7) % size;
+        switch (i % 7) {
+        case 0: {
+            int64_t b[2] = {rank == root ? i : -1, rank == root ? -i : -1};
+            ASSERT_EQ(zap_bcast(comm_, b, 2, ZAP_DT_INT64, root), ZAP_OK);
+            bad += b[0] != i || b[1] != -i;
+            break;
+        }
+        case 1: {
+            for (size_t j = 0; j < all.size(); j++)
+                all[j] = rank == root ? (int32_t)(i + j) : -1;
+            ASSERT_EQ(zap_scatter(comm_, all.data(), mine.data(), 3, ZAP_DT_INT32, root), ZAP_OK);
+            bad += mine[2] != i + 3 * rank + 2;
+            break;
+        }
+        case 2: {
+            int32_t x = i, y = 0;
+            ASSERT_EQ(zap_allreduce(comm_, &x, &y, 1, ZAP_DT_INT32, ZAP_OP_SUM), ZAP_OK);
+            bad += y != i * size;
+            break;
+        }
+        case 3: {
+            for (int j = 0; j < 3; j++)
+                mine[j] = i * 10 + rank;
+            std::fill(all.begin(), all.end(), -1);
+            ASSERT_EQ(zap_gather(comm_, mine.data(), 3, all.data(), ZAP_DT_INT32, root), ZAP_OK);
+            if (rank == root)
+                for (int q = 0; q < size; q++)
+                    bad += all[3 * (size_t)q + 2] != i * 10 + q;
+            break;
+        }
+        case 4: {
+            int64_t v = i + rank, out = -1;
+            ASSERT_EQ(zap_reduce(comm_, &v, &out, 1, ZAP_DT_INT64, ZAP_OP_SUM, root), ZAP_OK);
+            if (rank == root)
+                bad += out != (int64_t)i * size + (int64_t)size * (size - 1) / 2;
+            break;
+        }
+        case 5: {
+            int64_t v = i + rank, out = -1, ex = -1;
+            ASSERT_EQ(zap_scan(comm_, &v, &out, 1, ZAP_DT_INT64, ZAP_OP_SUM), ZAP_OK);
+            ASSERT_EQ(zap_exscan(comm_, &v, &ex, 1, ZAP_DT_INT64, ZAP_OP_SUM), ZAP_OK);
+            bad += out != (int64_t)i * (rank + 1) + (int64_t)rank * (rank + 1) / 2;
+            if (rank > 0)
+                bad += ex != (int64_t)i * rank + (int64_t)rank * (rank - 1) / 2;
+            break;
+        }
+        default: {
+            big[999] = rank == root ? i : 0;
+            ASSERT_EQ(zap_bcast(comm_, big.data(), 1000, ZAP_DT_INT32, root), ZAP_OK);
+            bad += big[999] != i;
+        }
+        }
+    }
+    EXPECT_EQ(bad, 0);
+}
+
+// Non-blocking one-way calls posted back to back and completed together.
+TEST_F(Oneway, OutstandingBroadcastsCompleteInOrder)
+{
+    int rank = MpiRank(), size = MpiSize();
+    const int n = 3 * kAhead;
+    std::vector<std::vector<int32_t>> bufs(n, std::vector<int32_t>(4, -1));
+    std::vector<zap_request_t *> reqs(n, nullptr);
+    for (int i = 0; i < n; i++) {
+        int root = i % size;
+        if (rank == root)
+            bufs[i] = {i, i + 1, i + 2, i + 3};
+        ASSERT_EQ(zap_ibcast(comm_, bufs[i].data(), 4, ZAP_DT_INT32, root, &reqs[i]), ZAP_OK);
+    }
+    for (int i = n - 1; i >= 0; i--) {
+        ASSERT_EQ(zap_request_wait(reqs[i]), ZAP_OK) << "call " << i;
+        zap_request_free(reqs[i]);
+    }
+    for (int i = 0; i < n; i++)
+        EXPECT_EQ(bufs[i][3], i + 3) << "call " << i;
+    sum_ok(1);
+}
+
+// A reader whose count differs from the root's finds it at once and fails
+// with a mismatch; the root has gone on and learns of it from the
+// revocation: no rank's next call succeeds.
+TEST_F(Oneway, ReaderMismatchRevokesTheCommunicatorOnEveryRank)
+{
+    MpiExpectLog("differ");
+    MpiExpectLog("revoked");
+    int rank = MpiRank(), size = MpiSize(), odd = size - 1;
+    sum_ok(1);
+    int64_t b[3] = {5, 6, 7};
+    zap_status_t st = zap_bcast(comm_, b, rank == odd ? 3 : 2, ZAP_DT_INT64, 0);
+    if (rank == odd)
+        EXPECT_EQ(st, ZAP_ERR_MISMATCH);
+    else
+        EXPECT_TRUE(st == ZAP_OK || st == ZAP_ERR_REVOKED) << zap_status_string(st);
+    expect_revoked_next();
+}
+
+// Two ranks that each name themselves root: neither reads anything, and the
+// readers check against the root they name, so nobody sees it in the call;
+// the chain finds it at the next two-way call, on every rank.
+TEST_F(Oneway, TwoRanksNamingThemselvesRootFailTheNextTwoWayCall)
+{
+    MpiExpectLog("earlier call");
+    MpiExpectLog("revoked");
+    int rank = MpiRank(), size = MpiSize();
+    sum_ok(1);
+    int64_t b[2] = {rank, rank};
+    int root = rank == size - 1 ? size - 1 : 0;
+    EXPECT_EQ(zap_bcast(comm_, b, 2, ZAP_DT_INT64, root), ZAP_OK);
+    if (rank != size - 1) {
+        EXPECT_EQ(b[1], 0) << "readers read rank 0";
+    }
+    int32_t x = 1, y = 0;
+    zap_status_t st = zap_allreduce(comm_, &x, &y, 1, ZAP_DT_INT32, ZAP_OP_SUM);
+    EXPECT_TRUE(st == ZAP_ERR_MISMATCH || st == ZAP_ERR_REVOKED) << zap_status_string(st);
+    int32_t z = 0;
+    EXPECT_EQ(zap_bcast(comm_, &z, 1, ZAP_DT_INT32, 0), ZAP_ERR_REVOKED);
+}
+
+// A reader whose own arguments are invalid returns its own error; the others
+// fail at the latest in their next call.
+TEST_F(Oneway, ReaderLocalErrorRevokesTheCommunicator)
+{
+    MpiExpectLog("NULL buffer");
+    MpiExpectLog("differ"); // the rank at fault: its algorithm lane says it never chose one
+    MpiExpectLog("revoked");
+    int rank = MpiRank(), size = MpiSize(), odd = size - 1;
+    sum_ok(1);
+    int64_t b[2] = {1, 2};
+    zap_status_t st = zap_bcast(comm_, rank == odd ? nullptr : b, 2, ZAP_DT_INT64, 0);
+    if (rank == odd)
+        EXPECT_EQ(st, ZAP_ERR_INVALID_PARAM);
+    else
+        EXPECT_TRUE(st == ZAP_OK || st == ZAP_ERR_REVOKED) << zap_status_string(st);
+    expect_revoked_next();
+}
+
+// A gather whose root disagrees with a contributor about the count: the root
+// reads every slot and fails; the contributors have gone on and fail next.
+TEST_F(Oneway, GatherRootFindsAContributorsMismatch)
+{
+    MpiExpectLog("differ");
+    MpiExpectLog("revoked");
+    int rank = MpiRank(), size = MpiSize();
+    sum_ok(1);
+    std::vector<int32_t> mine(4, rank), all(4 * (size_t)size);
+    zap_status_t st = zap_gather(comm_, mine.data(), rank == 1 ? 3 : 4, all.data(), ZAP_DT_INT32, 0);
+    if (rank == 0) {
+        EXPECT_EQ(st, ZAP_ERR_MISMATCH);
+    } else {
+        EXPECT_TRUE(st == ZAP_OK || st == ZAP_ERR_REVOKED) << zap_status_string(st);
+    }
+    expect_revoked_next();
+}
+
+} // namespace
