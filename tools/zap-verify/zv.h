@@ -21,7 +21,7 @@ enum { ZV_GEN = 1, ZV_RUN = 2, ZV_BENCH = 4 };
 enum zv_opt {
     ZV_O_ITEMS, ZV_O_KEYS, ZV_O_INVALID, ZV_O_SEED, ZV_O_OUT, ZV_O_EXPECT, ZV_O_MSGLEN, ZV_O_BATCH, ZV_O_GEN,
     ZV_O_MODE, ZV_O_VERIFIER, ZV_O_VOUT, ZV_O_FORMAT, ZV_O_INPROC, ZV_O_COMBINE, ZV_O_THREADS, ZV_O_ROOT,
-    ZV_O_QUIET, ZV_O_BATCHID, ZV_O_MAXLOG2, ZV_O_RANKS, ZV_O_SEGMENT, ZV_O_HELP, ZV_O_COUNT
+    ZV_O_QUIET, ZV_O_RANKSTATUS, ZV_O_BATCHID, ZV_O_MAXLOG2, ZV_O_RANKS, ZV_O_SEGMENT, ZV_O_HELP, ZV_O_COUNT
 };
 
 typedef struct zv_opts {
@@ -36,6 +36,7 @@ typedef struct zv_opts {
     int indices;
     int inproc_ranks;
     int quiet;
+    int rank_status; /* run --rank-status: each rank says how its job ended */
     zap_verify_params_t vp;           /* run and bench */
     /* bench */
     int max_log2;

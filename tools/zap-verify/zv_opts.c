@@ -37,6 +37,7 @@ static const zv_opt_def_t defs[ZV_O_COUNT] = {
     [ZV_O_THREADS] = {"threads", 1, ZV_GEN | ZV_RUN | ZV_BENCH},
     [ZV_O_ROOT] = {"root", 1, ZV_RUN | ZV_BENCH},
     [ZV_O_QUIET] = {"quiet", 0, ZV_RUN},
+    [ZV_O_RANKSTATUS] = {"rank-status", 0, ZV_RUN},
     [ZV_O_BATCHID] = {"batch-id", 1, ZV_GEN | ZV_RUN | ZV_BENCH},
     [ZV_O_MAXLOG2] = {"max-log2", 1, ZV_BENCH},
     [ZV_O_RANKS] = {"ranks", 1, ZV_BENCH},
@@ -73,7 +74,7 @@ void zv_usage(FILE *f)
             "  zap-verify run [--batch FILE | --gen N [gen options]] [--mode scatter|bcast]\n"
             "                 [--combine or|allgather] [--verifier cpu|gpu|auto] [--threads T] [--root R]\n"
             "                 [--expect FILE] [--verdicts-out FILE [--format bitmap|indices]]\n"
-            "                 [--inproc-ranks K] [--segment-bytes B|all] [--quiet]\n"
+            "                 [--inproc-ranks K] [--segment-bytes B|all] [--quiet] [--rank-status]\n"
             "  zap-verify bench [--max-log2 L] [--ranks 1,2,4] [gen options but --items] [--mode scatter|bcast]\n"
             "                   [--combine or|allgather] [--verifier cpu|gpu|auto] [--threads T] [--root R]\n"
             "                   [--segment-bytes B|all]\n"
@@ -293,6 +294,8 @@ int zv_parse(int argc, char **argv, int cmd, zv_opts_t *o)
         o->given[c] = 1;
         if (c == ZV_O_QUIET) {
             o->quiet = 1;
+        } else if (c == ZV_O_RANKSTATUS) {
+            o->rank_status = 1;
         } else if (set_other(o, c, optarg) != 0) {
             fprintf(stderr, "zap-verify: bad value '%s' for %s\n", optarg, zv_opt_name(c));
             return -1;

@@ -255,6 +255,12 @@ static int run_mpi(zv_run_ctx_t *c, int *argc, char ***argv)
         MPI_Finalize();
         return -code;
     }
+    /* Before the exit-status agreement, which a dead rank stops: a rank that
+     * completed its job says so even then (the kill trials read it). */
+    if (o->rank_status) {
+        printf("zap-verify: rank %d: job ended, exit status %d\n", rank, code);
+        fflush(stdout);
+    }
     /* Every rank leaves with the worst exit code, so mpirun's status and each
      * rank's agree. */
     int worst = code;
