@@ -1137,7 +1137,10 @@ TEST(HierGather, ACountOtherThanTheRootsIsReportedOnEveryHost)
 {
     for (const Layout &l : {block("2x3", {3, 3}), cyclic("3x2-cyclic", {2, 2, 2})}) {
         HostWorld w(l);
-        for (int odd : {1, 4}) { // on the root's host, and off it (root 0)
+        // One rank sends one element more, on the root's host and off it
+        // (root 0); two ranks of one host off it send one more and one fewer,
+        // so that only the counts in the host's message tell.
+        for (std::pair<int, int> odd : {std::pair<int, int>{1, -1}, {4, -1}, {4, 5}}) {
             std::vector<size_t> counts(w.n, 4);
             std::vector<ptrdiff_t> displs(w.n);
             for (int r = 0; r < w.n; r++)
@@ -1145,13 +1148,13 @@ TEST(HierGather, ACountOtherThanTheRootsIsReportedOnEveryHost)
             std::vector<int32_t> mine(8, 1), out(8 * w.n);
             LogCapture cap;
             auto st = w.each([&](int r) {
-                size_t n = r == odd ? 5 : 4;
+                size_t n = r == odd.first ? 5 : r == odd.second ? 3 : 4;
                 return zap_gatherv(w.c[r], mine.data(), n, r == 0 ? out.data() : nullptr, counts.data(), displs.data(),
                                    ZAP_DT_INT32, 0);
             });
             for (int r = 0; r < w.n; r++)
                 EXPECT_EQ(st[r], r == 0 ? ZAP_ERR_INVALID_PARAM : ZAP_ERR_MISMATCH)
-                    << l.name << " odd rank " << odd << " rank " << r;
+                    << l.name << " odd rank " << odd.first << " rank " << r;
             EXPECT_TRUE(cap.contains("sent")) << cap.all();
         }
         check_gatherv(w, std::vector<size_t>(w.n, 2), std::vector<ptrdiff_t>{0, 2, 4, 6, 8, 10}, 3, true, false,
