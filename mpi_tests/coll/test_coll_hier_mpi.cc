@@ -294,9 +294,8 @@ TEST_F(HierMpi, ReduceScatterOfUnevenPartsMatchesTheReference)
                 for (int r = 0; r < size; r++)
                     fill_input(dt, ZAP_OP_SUM, r, k + dt, in[r].data(), total);
                 std::vector<uint8_t> out = in_place ? in[rank] : std::vector<uint8_t>(counts[rank] * es + 1), ref(8);
-                ASSERT_EQ(zap_reduce_scatter(c, in_place ? ZAP_IN_PLACE : in[rank].data(), out.data(), counts.data(), dt,
-                                             ZAP_OP_SUM),
-                          ZAP_OK);
+                const void *src = in_place ? ZAP_IN_PLACE : in[rank].data();
+                ASSERT_EQ(zap_reduce_scatter(c, src, out.data(), counts.data(), dt, ZAP_OP_SUM), ZAP_OK);
                 for (size_t i = 0; i < counts[rank]; i++) {
                     reference(dt, ZAP_OP_SUM, in, off + i, ref.data());
                     ASSERT_EQ(0, std::memcmp(ref.data(), out.data() + i * es, es))

@@ -816,8 +816,8 @@ TEST(HierReduce, EveryDatatypeOpAndRootMatchesTheReferenceOnEveryLayout)
             for (zap_op_t op : kOps) {
                 if (!zap_op_supported(dt, op))
                     continue;
-                bool every_root = (dt == ZAP_DT_INT32 && op == ZAP_OP_SUM) || (dt == ZAP_DT_FLOAT64 && op == ZAP_OP_MAX) ||
-                                  (dt == ZAP_DT_UINT8 && op == ZAP_OP_BXOR);
+                bool every_root = (dt == ZAP_DT_INT32 && op == ZAP_OP_SUM) ||
+                                  (dt == ZAP_DT_FLOAT64 && op == ZAP_OP_MAX) || (dt == ZAP_DT_UINT8 && op == ZAP_OP_BXOR);
                 for (size_t count : {(size_t)0, (size_t)1, (size_t)3, (size_t)257, (size_t)3000})
                     for (int root = 0; root < w.n; root++) {
                         if (!every_root && root != (int)(count + dt + op) % w.n)

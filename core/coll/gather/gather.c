@@ -39,7 +39,8 @@ static const zap_coll_alg_t algs[ZAP_GA_NALGS] = {
 };
 
 static const zap_coll_row_t rows[] = {
-    {ZAP_GA_HIER, 3, INT32_MAX, 0, SIZE_MAX, 0, 0, "ranks on several hosts: each host's blocks cross once, in one message"},
+    {ZAP_GA_HIER, 3, INT32_MAX, 0, SIZE_MAX, 0, 0,
+     "ranks on several hosts: each host's blocks cross once, in one message"},
     {ZAP_GA_SHM, 2, ZAP_COLL_SHM_MAX_RANKS, 0, ZAP_COLL_SHM_MAX_BYTES + 1, 0, 0,
      "one host, blocks up to a slot: the agreement carries them"},
     {ZAP_GA_BINOMIAL, 8, INT32_MAX, 0, KiB(2), 0, 0, "small blocks, many ranks: log2(p) rounds beat p-1 receives"},
