@@ -17,6 +17,7 @@
 #include <string>
 extern "C" {
 #include "zap/config.h"
+#include "coll/coll_test.h"
 #include "coll/hier/topo.h"
 }
 
@@ -1210,5 +1211,82 @@ TEST(Hier, OutstandingReducesGathersAndReduceScattersCompleteWaitedInReverse)
                 }
             }
         }
+    }
+}
+
+TEST(Hier, ALeaderGoneAfterTheAgreementFailsTheStagesNamingItNotAHang)
+{
+    // Rank 3, host 2's leader, leaves once its agreement is done, so the
+    // others meet its absence in the node's and the leaders' stages: every
+    // rank returns within the timeout, every rank that needed rank 3's data
+    // (the root; its host; all, for reduce_scatter) with an error, and the
+    // log names rank 3. The root's host's other ranks may finish their part
+    // (reduce, gather) before anything fails.
+    for (int kind = 0; kind < 3; kind++) {
+        Params p;
+        p.timeout(5);
+        HostWorld w(block("2x3", {3, 3}), &p);
+        LogCapture cap;
+        size_t count = 30000; // staged: past the agreement
+        std::vector<std::vector<int32_t>> in(w.n, std::vector<int32_t>(count * w.n, 1)),
+            out(w.n, std::vector<int32_t>(count * w.n));
+        auto st = w.each([&](int r) {
+            zap_request_t *req = nullptr;
+            zap_status_t s = kind == 0 ? zap_ireduce(w.c[r], in[r].data(), out[r].data(), count, ZAP_DT_INT32,
+                                                     ZAP_OP_SUM, 0, &req)
+                             : kind == 1 ? zap_igather(w.c[r], in[r].data(), count, out[r].data(), ZAP_DT_INT32, 0, &req)
+                                         : zap_ireduce_scatter_block(w.c[r], in[r].data(), out[r].data(), count,
+                                                                     ZAP_DT_INT32, ZAP_OP_SUM, &req);
+            if (s != ZAP_OK)
+                return s;
+            if (r == 3) {
+                int done = 0;
+                while (zap_coll_test_agreeing(req) && s == ZAP_OK && !done)
+                    s = zap_request_test(req, &done);
+                zap_transport_close(w.t[3]);
+                zap_request_free(req);
+                return ZAP_ERR_PEER_FAILED;
+            }
+            s = zap_request_wait(req);
+            zap_request_free(req);
+            return s;
+        });
+        for (int r = 0; r < w.n; r++) {
+            bool may_finish = kind != 2 && (r == 1 || r == 2);
+            EXPECT_TRUE(st[r] == ZAP_ERR_PEER_FAILED || st[r] == ZAP_ERR_REVOKED || (may_finish && st[r] == ZAP_OK))
+                << "kind " << kind << " rank " << r << " " << zap_status_string(st[r]);
+        }
+        EXPECT_TRUE(cap.contains("rank 3")) << cap.all();
+    }
+}
+
+TEST(Hier, ADeadRankFailsReduceGatherAndReduceScatterNamingItNotAHang)
+{
+    // Rank 4 (not a leader, not on the root's host) is gone before the call:
+    // every other rank returns an error within the timeout, and the log
+    // names rank 4.
+    for (int kind = 0; kind < 3; kind++) {
+        Params p;
+        p.timeout(5);
+        HostWorld w(block("2x3", {3, 3}), &p);
+        LogCapture cap;
+        zap_transport_close(w.t[4]);
+        size_t count = 30000; // staged: past the agreement
+        std::vector<std::vector<int32_t>> in(w.n, std::vector<int32_t>(count * w.n, 1)),
+            out(w.n, std::vector<int32_t>(count * w.n));
+        auto st = w.each([&](int r) {
+            if (r == 4)
+                return ZAP_OK;
+            return kind == 0   ? zap_reduce(w.c[r], in[r].data(), out[r].data(), count, ZAP_DT_INT32, ZAP_OP_SUM, 0)
+                   : kind == 1 ? zap_gather(w.c[r], in[r].data(), count, out[r].data(), ZAP_DT_INT32, 0)
+                               : zap_reduce_scatter_block(w.c[r], in[r].data(), out[r].data(), count, ZAP_DT_INT32,
+                                                          ZAP_OP_SUM);
+        });
+        for (int r = 0; r < w.n; r++) {
+            if (r != 4) {
+                EXPECT_NE(st[r], ZAP_OK) << "kind " << kind << " rank " << r;
+            }
+        }
+        EXPECT_TRUE(cap.contains("rank 4")) << cap.all();
     }
 }
