@@ -126,18 +126,18 @@ static const cfg_row_t rows[] = {
                            "read the other ranks' buffers directly (process_vm_readv, one copy; auto, where "
                            "the system permits it) or never do (off). Off where any rank says off."},
                           CFG_CHOICE, "auto|off", 0, 0},
-    [ZAP_CFG_REDUCE_ALG] = {{"ZAP_REDUCE_ALG", "auto", "auto|binomial|rabenseifner|shm",
+    [ZAP_CFG_REDUCE_ALG] = {{"ZAP_REDUCE_ALG", "auto", "auto|binomial|rabenseifner|shm|hier",
                              "Reduce (rooted) algorithm of communicators made from now on "
                              "(zap_comm_params_t.reduce_alg overrides); auto chooses by the selection table."},
-                            CFG_CHOICE, "auto|binomial|rabenseifner|shm", 0, 0},
-    [ZAP_CFG_REDUCE_SCATTER_ALG] = {{"ZAP_REDUCE_SCATTER_ALG", "auto", "auto|rhalving|ring|shm|cma",
+                            CFG_CHOICE, "auto|binomial|rabenseifner|shm|hier", 0, 0},
+    [ZAP_CFG_REDUCE_SCATTER_ALG] = {{"ZAP_REDUCE_SCATTER_ALG", "auto", "auto|rhalving|ring|shm|cma|hier",
                                      "Reduce_scatter and reduce_scatter_block algorithm of communicators made "
                                      "from now on (zap_comm_params_t.reduce_scatter_alg overrides)."},
-                                    CFG_CHOICE, "auto|rhalving|ring|shm|cma", 0, 0},
-    [ZAP_CFG_GATHER_ALG] = {{"ZAP_GATHER_ALG", "auto", "auto|linear|binomial|shm",
+                                    CFG_CHOICE, "auto|rhalving|ring|shm|cma|hier", 0, 0},
+    [ZAP_CFG_GATHER_ALG] = {{"ZAP_GATHER_ALG", "auto", "auto|linear|binomial|shm|hier",
                              "Gather and gatherv algorithm of communicators made from now on "
                              "(zap_comm_params_t.gather_alg overrides; binomial and shm serve gather only)."},
-                            CFG_CHOICE, "auto|linear|binomial|shm", 0, 0},
+                            CFG_CHOICE, "auto|linear|binomial|shm|hier", 0, 0},
     [ZAP_CFG_ALLTOALL_ALG] = {{"ZAP_ALLTOALL_ALG", "auto", "auto|pairwise|bruck|linear|shm|cma",
                                "Alltoall and alltoallv algorithm of communicators made from now on "
                                "(zap_comm_params_t.alltoall_alg overrides; bruck and cma serve alltoall only)."},

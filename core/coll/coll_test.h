@@ -17,5 +17,9 @@ ZAP_BEGIN_DECLS
  * rank must make the same change at the same point of its calls. Returns
  * ZAP_OK; ZAP_ERR_INVALID_PARAM (logged) for an unknown collective or name. */
 zap_status_t zap_coll_test_force(zap_comm_t *comm, const char *collective, const char *name);
+/* Whether the collective request req is still in its argument agreement
+ * (or waiting for its communicator's setup): for the suites that make a rank
+ * fail between the agreement and the data. */
+int zap_coll_test_agreeing(const zap_request_t *req);
 ZAP_END_DECLS
 #endif

@@ -5,10 +5,11 @@
 // the same checks hold for the flat and shared-memory algorithms). Every
 // rank computes every rank's input from (rank, seed, element), so the
 // reference needs no communication: allreduce for every datatype and op,
-// broadcast, scatter(v) and allgather(v) from every root, barrier; every
-// rank ends with identical bytes; where the ranks span hosts the hierarchy
-// is chosen and the allreduce's inter-host bytes stay within 5% of the
-// lower bound.
+// broadcast, scatter(v) and allgather(v) from every root, reduce from every
+// root, gather(v) and reduce_scatter(_block) with uneven counts, barrier;
+// every rank ends with identical bytes; where the ranks span hosts the
+// hierarchy is chosen and the allreduce's and reduce_scatter's inter-host
+// bytes stay near their lower bounds, and gather's leave each host once.
 #include <gtest/gtest.h>
 #include <algorithm>
 #include <numeric>
@@ -238,4 +239,171 @@ TEST_F(HierMpi, BarriersAndNonBlockingCallsInterleave)
         ASSERT_EQ(buf[i][99999], want) << "operation " << i;
     }
     ASSERT_EQ(zap_barrier(c), ZAP_OK);
+}
+
+TEST_F(HierMpi, ReduceFromEveryRootMatchesTheReference)
+{
+    const zap_dtype_t types[] = {ZAP_DT_INT32, ZAP_DT_UINT8, ZAP_DT_FLOAT16, ZAP_DT_FLOAT64, ZAP_DT_INT64};
+    for (zap_dtype_t dt : types)
+        for (zap_op_t op : {ZAP_OP_SUM, ZAP_OP_MAX, ZAP_OP_BXOR}) {
+            if (!zap_op_supported(dt, op))
+                continue;
+            // 5 elements ride the agreement; 3000 are staged from 4-byte
+            // types (node reduce, leaders' reduce, then to the root).
+            for (size_t count : {(size_t)5, (size_t)3000, (size_t)70001}) {
+                size_t es = dsize(dt);
+                uint64_t seed = count * 17 + dt * 5 + op;
+                std::vector<std::vector<uint8_t>> in(size, std::vector<uint8_t>(count * es));
+                for (int r = 0; r < size; r++)
+                    fill_input(dt, op, r, seed, in[r].data(), count);
+                for (int root = 0; root < size; root++) {
+                    if (count == 70001 && root != size - 1)
+                        continue;
+                    bool in_place = rank == root && root % 2 == 1;
+                    std::vector<uint8_t> out(count * es, 0), ref(8);
+                    if (in_place)
+                        out = in[rank];
+                    ASSERT_EQ(zap_reduce(c, in_place ? ZAP_IN_PLACE : in[rank].data(), out.data(), count, dt, op, root),
+                              ZAP_OK);
+                    if (rank != root)
+                        continue;
+                    for (size_t i = 0; i < count; i++) {
+                        reference(dt, op, in, i, ref.data());
+                        ASSERT_EQ(0, std::memcmp(ref.data(), out.data() + i * es, es))
+                            << zap_dtype_name(dt) << " " << zap_op_name(op) << " count " << count << " root " << root
+                            << " element " << i;
+                    }
+                }
+            }
+        }
+}
+
+TEST_F(HierMpi, ReduceScatterOfUnevenPartsMatchesTheReference)
+{
+    for (size_t k : {(size_t)3, (size_t)5000}) {
+        std::vector<size_t> counts(size);
+        for (int r = 0; r < size; r++)
+            counts[r] = (size_t)((r * 5 + 2) % 4) * k; // some zero
+        size_t total = std::accumulate(counts.begin(), counts.end(), (size_t)0), off = 0;
+        for (int r = 0; r < rank; r++)
+            off += counts[r];
+        for (zap_dtype_t dt : {ZAP_DT_INT32, ZAP_DT_FLOAT32, ZAP_DT_UINT16}) {
+            for (bool in_place : {false, true}) {
+                size_t es = dsize(dt);
+                std::vector<std::vector<uint8_t>> in(size, std::vector<uint8_t>(total * es));
+                for (int r = 0; r < size; r++)
+                    fill_input(dt, ZAP_OP_SUM, r, k + dt, in[r].data(), total);
+                std::vector<uint8_t> out = in_place ? in[rank] : std::vector<uint8_t>(counts[rank] * es + 1), ref(8);
+                const void *src = in_place ? ZAP_IN_PLACE : in[rank].data();
+                ASSERT_EQ(zap_reduce_scatter(c, src, out.data(), counts.data(), dt, ZAP_OP_SUM), ZAP_OK);
+                for (size_t i = 0; i < counts[rank]; i++) {
+                    reference(dt, ZAP_OP_SUM, in, off + i, ref.data());
+                    ASSERT_EQ(0, std::memcmp(ref.data(), out.data() + i * es, es))
+                        << zap_dtype_name(dt) << " k " << k << " element " << i << " in place " << in_place;
+                }
+            }
+        }
+        // The block form: every rank's part k elements.
+        std::vector<std::vector<uint8_t>> in(size, std::vector<uint8_t>(k * size * 8));
+        for (int r = 0; r < size; r++)
+            fill_input(ZAP_DT_INT64, ZAP_OP_BXOR, r, k, in[r].data(), k * size);
+        std::vector<uint8_t> out(k * 8), ref(8);
+        ASSERT_EQ(zap_reduce_scatter_block(c, in[rank].data(), out.data(), k, ZAP_DT_INT64, ZAP_OP_BXOR), ZAP_OK);
+        for (size_t i = 0; i < k; i++) {
+            reference(ZAP_DT_INT64, ZAP_OP_BXOR, in, rank * k + i, ref.data());
+            ASSERT_EQ(0, std::memcmp(ref.data(), out.data() + i * 8, 8)) << "block form, element " << i;
+        }
+    }
+}
+
+TEST_F(HierMpi, LargeReduceScatterSendsEachHostsOtherPartsOnce)
+{
+    size_t k = (size_t)1 << 18; // 1 MiB of int32 per rank
+    std::vector<int32_t> in(k * size, 1), out(k);
+    uint64_t before = xhost();
+    ASSERT_EQ(zap_reduce_scatter_block(c, in.data(), out.data(), k, ZAP_DT_INT32, ZAP_OP_SUM), ZAP_OK);
+    uint64_t sent = xhost() - before;
+    ASSERT_EQ(out[0], size);
+    ASSERT_EQ(out[k - 1], size);
+    if (!layered())
+        return;
+    // A host with m ranks sends the other hosts' parts of its sum: (p - m) k.
+    auto h = hosts();
+    std::vector<uint64_t> all(size);
+    MPI_Allgather(&sent, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, MPI_COMM_WORLD);
+    uint64_t host_sent = 0;
+    int m = 0;
+    for (int r = 0; r < size; r++)
+        if (h[r] == h[rank]) {
+            host_sent += all[r];
+            m++;
+        }
+    double bound = (double)((size_t)(size - m) * k * 4);
+    EXPECT_GE((double)host_sent, bound);
+    EXPECT_LE((double)host_sent, 1.01 * bound + 8192) << "this host sent " << host_sent << " bytes";
+}
+
+TEST_F(HierMpi, GatherAndGathervFromEveryRootLandInPlace)
+{
+    for (size_t k : {(size_t)2, (size_t)6000}) {
+        std::vector<size_t> counts(size);
+        std::vector<ptrdiff_t> displs(size);
+        size_t at = 0;
+        for (int r = size - 1; r >= 0; r--) { // displacements against rank order, with gaps
+            counts[r] = (size_t)((r * 3 + 2) % 4) * k;
+            displs[r] = (ptrdiff_t)at;
+            at += counts[r] + 1;
+        }
+        std::vector<int32_t> mine(counts[rank]), fixed(k);
+        for (size_t i = 0; i < counts[rank]; i++)
+            mine[i] = (int32_t)(rank * 100003 + i);
+        for (size_t i = 0; i < k; i++)
+            fixed[i] = (int32_t)(rank * 7 + i);
+        for (int root = 0; root < size; root++) {
+            std::vector<int32_t> out(at, -1), all(k * size, -1);
+            ASSERT_EQ(zap_gatherv(c, mine.data(), counts[rank], rank == root ? out.data() : nullptr, counts.data(),
+                                  displs.data(), ZAP_DT_INT32, root),
+                      ZAP_OK);
+            ASSERT_EQ(zap_gather(c, fixed.data(), k, rank == root ? all.data() : nullptr, ZAP_DT_INT32, root), ZAP_OK);
+            if (rank != root)
+                continue;
+            std::vector<int32_t> want(at, -1);
+            for (int r = 0; r < size; r++)
+                for (size_t i = 0; i < counts[r]; i++)
+                    want[displs[r] + i] = (int32_t)(r * 100003 + i);
+            ASSERT_TRUE(out == want) << "gatherv to root " << root;
+            for (int r = 0; r < size; r++)
+                for (size_t i = 0; i < k; i++)
+                    ASSERT_EQ(all[r * k + i], (int32_t)(r * 7 + i)) << "gather to root " << root << " block " << r;
+        }
+    }
+}
+
+TEST_F(HierMpi, GathersCrossHostsOnlyFromLeaders)
+{
+    size_t k = 50000;
+    std::vector<int64_t> mine(k, rank), out(k * size);
+    uint64_t before = xhost();
+    ASSERT_EQ(zap_gather(c, mine.data(), k, rank == 0 ? out.data() : nullptr, ZAP_DT_INT64, 0), ZAP_OK);
+    uint64_t sent = xhost() - before;
+    if (rank == 0) {
+        for (int r = 0; r < size; r++)
+            ASSERT_EQ(out[r * k + k - 1], r);
+    }
+    if (!layered())
+        return;
+    // A host's leader is its lowest rank; the others send nothing across.
+    auto h = hosts();
+    int leader = rank;
+    for (int r = 0; r < size; r++)
+        if (h[r] == h[rank] && r < leader)
+            leader = r;
+    int m = 0;
+    for (int r = 0; r < size; r++)
+        m += h[r] == h[rank];
+    if (leader != rank) {
+        EXPECT_EQ(sent, 0u) << "rank " << rank << " is not its host's leader";
+    } else if (h[rank] != h[0]) {
+        EXPECT_LE((double)sent, 1.01 * (double)(m * k * 8) + 2048) << "the leader sent " << sent << " bytes";
+    }
 }

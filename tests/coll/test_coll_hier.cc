@@ -5,13 +5,19 @@
 // op, every root, small and large (pipelined, sliced) sizes, against a
 // reference computed here, with identical bytes on every rank; the bytes
 // that cross hosts against their lower bounds (zap_transport_traffic).
+// Reduce and reduce_scatter are also checked in their documented order with
+// an op that is associative but not commutative (affine maps) passed as
+// commutative: only the documented order gives the reference's bytes.
 #include "coll_harness.h"
 #include "log_capture.h"
+#include "ref_ops.h"
+#include <algorithm>
 #include <atomic>
 #include <numeric>
 #include <string>
 extern "C" {
 #include "zap/config.h"
+#include "coll/coll_test.h"
 #include "coll/hier/topo.h"
 }
 
@@ -643,5 +649,644 @@ TEST(Hier, OutstandingOperationsOfEveryKindCompleteWaitedInReverse)
                 ASSERT_EQ(buf[r][i].back(), want) << l.name << " rank " << r << " operation " << i;
             }
         }
+    }
+}
+
+// --- reduce, reduce_scatter(_block), gather(v) -------------------------------------
+
+namespace {
+// Each host's ranks in local-rank order, hosts numbered by their lowest rank
+// (zap's numbering, whatever the identities' values).
+std::vector<std::vector<int>> host_ranks(const Layout &l)
+{
+    std::vector<std::vector<int>> g;
+    std::vector<uint64_t> ids;
+    for (size_t r = 0; r < l.hosts.size(); r++) {
+        size_t i = (size_t)(std::find(ids.begin(), ids.end(), l.hosts[r]) - ids.begin());
+        if (i == ids.size()) {
+            ids.push_back(l.hosts[r]);
+            g.emplace_back();
+        }
+        g[i].push_back((int)r);
+    }
+    return g;
+}
+
+// Affine maps (8 bytes each) from in[order[0]], in[order[1]], ... combined
+// left to right, elements [from, from + count).
+std::vector<uint8_t> fold_in_order(const std::vector<std::vector<uint8_t>> &in, const std::vector<int> &order,
+                                   size_t from, size_t count)
+{
+    std::vector<uint8_t> acc(in[order[0]].begin() + from * 8, in[order[0]].begin() + (from + count) * 8);
+    for (size_t k = 1; k < order.size(); k++)
+        for (size_t i = 0; i < count; i++)
+            affine_ref(acc.data(), in[order[k]].data() + from * 8, i);
+    return acc;
+}
+
+// The hosts' sums: each host's inputs in local-rank order (whole vectors).
+std::vector<std::vector<uint8_t>> host_sums(const Layout &l, const std::vector<std::vector<uint8_t>> &in, size_t count)
+{
+    std::vector<std::vector<uint8_t>> sums;
+    for (const auto &ranks : host_ranks(l))
+        sums.push_back(fold_in_order(in, ranks, 0, count));
+    return sums;
+}
+
+std::vector<int> upto(int n)
+{
+    std::vector<int> v(n);
+    std::iota(v.begin(), v.end(), 0);
+    return v;
+}
+
+void check_reduce(HostWorld &w, zap_dtype_t dt, zap_op_t op, size_t count, int root, uint64_t seed, bool in_place,
+                  const std::string &what)
+{
+    size_t es = dsize(dt);
+    std::vector<std::vector<uint8_t>> in(w.n, std::vector<uint8_t>(count * es + 1));
+    for (int r = 0; r < w.n; r++)
+        fill_input(dt, op, r, seed, in[r].data(), count);
+    std::vector<uint8_t> out(count * es + 1, 0xA5);
+    if (in_place)
+        std::copy(in[root].begin(), in[root].begin() + count * es, out.begin());
+    auto st = w.each([&](int r) {
+        const void *src = r == root && in_place ? ZAP_IN_PLACE : in[r].data();
+        return zap_reduce(w.c[r], src, r == root ? out.data() : nullptr, count, dt, op, root);
+    });
+    for (int r = 0; r < w.n; r++)
+        ASSERT_EQ(st[r], ZAP_OK) << what << " root " << root << " rank " << r << " " << zap_status_string(st[r]);
+    std::vector<uint8_t> ref(8);
+    for (size_t i = 0; i < count; i++) {
+        reference(dt, op, in, i, ref.data());
+        ASSERT_EQ(0, std::memcmp(ref.data(), out.data() + i * es, es))
+            << what << ": " << zap_dtype_name(dt) << " " << zap_op_name(op) << " count " << count << " root " << root
+            << " element " << i << " differs from the reference";
+    }
+    ASSERT_EQ(out[count * es], 0xA5) << what << ": overflow at the root";
+}
+
+// counts (block: counts[0] for every rank) against the reference, each
+// rank's part only; recvbuf beyond the part untouched (not in place).
+void check_reduce_scatter(HostWorld &w, zap_dtype_t dt, zap_op_t op, const std::vector<size_t> &counts, bool block,
+                          bool in_place, uint64_t seed, const std::string &what)
+{
+    size_t es = dsize(dt), total = std::accumulate(counts.begin(), counts.end(), (size_t)0);
+    std::vector<std::vector<uint8_t>> in(w.n, std::vector<uint8_t>(total * es + 1)), out(w.n);
+    for (int r = 0; r < w.n; r++) {
+        fill_input(dt, op, r, seed, in[r].data(), total);
+        out[r] = in_place ? in[r] : std::vector<uint8_t>(counts[r] * es + 1, 0xA5);
+    }
+    auto st = w.each([&](int r) {
+        const void *src = in_place ? ZAP_IN_PLACE : in[r].data();
+        return block ? zap_reduce_scatter_block(w.c[r], src, out[r].data(), counts[0], dt, op)
+                     : zap_reduce_scatter(w.c[r], src, out[r].data(), counts.data(), dt, op);
+    });
+    std::vector<uint8_t> ref(8);
+    size_t off = 0;
+    for (int r = 0; r < w.n; r++) {
+        ASSERT_EQ(st[r], ZAP_OK) << what << " rank " << r << " " << zap_status_string(st[r]);
+        for (size_t i = 0; i < counts[r]; i++) {
+            reference(dt, op, in, off + i, ref.data());
+            ASSERT_EQ(0, std::memcmp(ref.data(), out[r].data() + i * es, es))
+                << what << ": " << zap_dtype_name(dt) << " " << zap_op_name(op) << " rank " << r << " element " << i;
+        }
+        if (!in_place) {
+            ASSERT_EQ(out[r][counts[r] * es], 0xA5) << what << ": overflow on rank " << r;
+        }
+        off += counts[r];
+    }
+}
+
+// gatherv (gather when v is false: counts all alike, displacements r * count)
+// of uint16 blocks; the root's recvbuf outside the blocks untouched.
+void check_gatherv(HostWorld &w, const std::vector<size_t> &counts, const std::vector<ptrdiff_t> &displs, int root,
+                   bool v, bool in_place, const std::string &what)
+{
+    size_t span = 0;
+    for (int r = 0; r < w.n; r++)
+        span = std::max(span, (size_t)displs[r] + counts[r]);
+    std::vector<std::vector<uint16_t>> mine(w.n);
+    for (int r = 0; r < w.n; r++)
+        for (size_t i = 0; i < counts[r]; i++)
+            mine[r].push_back((uint16_t)(r * 4099 + i * 7 + root));
+    std::vector<uint16_t> out(span + 1, 0xBEEF);
+    if (in_place)
+        std::copy(mine[root].begin(), mine[root].end(), out.begin() + displs[root]);
+    auto st = w.each([&](int r) {
+        const void *src = r == root && in_place ? ZAP_IN_PLACE : (const void *)mine[r].data();
+        void *recv = r == root ? out.data() : nullptr;
+        return v ? zap_gatherv(w.c[r], src, counts[r], recv, r == root ? counts.data() : nullptr,
+                               r == root ? displs.data() : nullptr, ZAP_DT_UINT16, root)
+                 : zap_gather(w.c[r], src, counts[r], recv, ZAP_DT_UINT16, root);
+    });
+    std::vector<uint16_t> want(span + 1, 0xBEEF);
+    for (int r = 0; r < w.n; r++) {
+        ASSERT_EQ(st[r], ZAP_OK) << what << " root " << root << " rank " << r << " " << zap_status_string(st[r]);
+        std::copy(mine[r].begin(), mine[r].end(), want.begin() + displs[r]);
+    }
+    for (size_t i = 0; i <= span; i++)
+        ASSERT_EQ(out[i], want[i]) << what << " root " << root << " element " << i;
+}
+
+const char *first_choice(const char *collective)
+{
+    std::vector<zap_coll_selection_row_t> rows(zap_coll_selection_table(nullptr, 0));
+    zap_coll_selection_table(rows.data(), rows.size());
+    for (const auto &r : rows)
+        if (std::string(r.collective) == collective)
+            return r.algorithm;
+    return "";
+}
+} // namespace
+
+TEST(Hier, ReduceReduceScatterAndGatherListTheHierarchyFirst)
+{
+    EXPECT_STREQ(first_choice("reduce"), "hier");
+    EXPECT_STREQ(first_choice("reduce_scatter"), "hier");
+    EXPECT_STREQ(first_choice("gather"), "hier");
+}
+
+TEST(HierReduce, EveryDatatypeOpAndRootMatchesTheReferenceOnEveryLayout)
+{
+    // 1, 3 and 257 elements ride the agreement; 3000 are past 8 KiB (the
+    // staged form) from 4-byte types on.
+    for (const Layout &l : layouts()) {
+        HostWorld w(l);
+        for (zap_dtype_t dt : kTypes)
+            for (zap_op_t op : kOps) {
+                if (!zap_op_supported(dt, op))
+                    continue;
+                bool every_root = (dt == ZAP_DT_INT32 && op == ZAP_OP_SUM) ||
+                                  (dt == ZAP_DT_FLOAT64 && op == ZAP_OP_MAX) || (dt == ZAP_DT_UINT8 && op == ZAP_OP_BXOR);
+                for (size_t count : {(size_t)0, (size_t)1, (size_t)3, (size_t)257, (size_t)3000})
+                    for (int root = 0; root < w.n; root++) {
+                        if (!every_root && root != (int)(count + dt + op) % w.n)
+                            continue;
+                        check_reduce(w, dt, op, count, root, count * 31 + dt + root, count == 3 || root == 1, l.name);
+                    }
+            }
+    }
+}
+
+TEST(HierReduce, LargeVectorsFromEveryRootMatchTheReference)
+{
+    for (const Layout &l : layouts()) {
+        HostWorld w(l);
+        for (int root = 0; root < w.n; root++) {
+            check_reduce(w, ZAP_DT_INT64, ZAP_OP_SUM, 100003, root, 11, root % 2 == 0, l.name);
+            check_reduce(w, ZAP_DT_FLOAT32, ZAP_OP_SUM, 65536 + 7, root, 12, root % 2 == 1, l.name);
+        }
+    }
+}
+
+TEST(HierReduce, CombinesInLocalRankOrderThenHostOrder)
+{
+    // Affine maps compose associatively but not commutatively: passed as a
+    // commutative op they take the hierarchy, whose documented order (each
+    // host in local-rank order, then the hosts in host order) alone gives
+    // these bytes; on cyclic layouts that is not rank order.
+    UserOp op(affine_compose, 1);
+    for (const Layout &l : layouts()) {
+        HostWorld w(l);
+        for (size_t count : {(size_t)100, (size_t)5000}) { // in the agreement; staged
+            std::vector<std::vector<uint8_t>> in(w.n, std::vector<uint8_t>(count * 8));
+            for (int r = 0; r < w.n; r++)
+                fill_affine(r, count, in[r].data(), count);
+            auto sums = host_sums(l, in, count);
+            auto want = fold_in_order(sums, upto((int)sums.size()), 0, count);
+            for (int root : {0, w.n - 1, 1}) {
+                std::vector<uint8_t> out(count * 8, 0);
+                auto st = w.each([&](int r) {
+                    return zap_reduce(w.c[r], in[r].data(), r == root ? out.data() : nullptr, count, ZAP_DT_2INT, op.op,
+                                      root);
+                });
+                for (int r = 0; r < w.n; r++)
+                    ASSERT_EQ(st[r], ZAP_OK) << l.name << " rank " << r;
+                ASSERT_TRUE(out == want) << l.name << " count " << count << " root " << root
+                                         << ": not (hosts in local-rank order) in host order";
+            }
+        }
+    }
+}
+
+TEST(HierReduce, ANonCommutativeOpKeepsRankOrder)
+{
+    UserOp op(affine_compose, 0);
+    for (const Layout &l : {cyclic("3x2-cyclic", {2, 2, 2}), cyclic("2+2+3-cyclic", {2, 2, 3}), block("1+3", {1, 3})}) {
+        HostWorld w(l);
+        for (size_t count : {(size_t)100, (size_t)5000}) {
+            std::vector<std::vector<uint8_t>> in(w.n, std::vector<uint8_t>(count * 8));
+            for (int r = 0; r < w.n; r++)
+                fill_affine(r, count + 1, in[r].data(), count);
+            auto want = fold_in_order(in, upto(w.n), 0, count);
+            for (int root : {0, w.n - 1}) {
+                std::vector<uint8_t> out(count * 8, 0);
+                auto st = w.each([&](int r) {
+                    return zap_reduce(w.c[r], in[r].data(), r == root ? out.data() : nullptr, count, ZAP_DT_2INT, op.op,
+                                      root);
+                });
+                for (int r = 0; r < w.n; r++)
+                    ASSERT_EQ(st[r], ZAP_OK) << l.name << " rank " << r;
+                ASSERT_TRUE(out == want) << l.name << " count " << count << " root " << root << ": not rank order";
+            }
+        }
+    }
+}
+
+TEST(HierReduce, OnlyLeadersSendAcrossHostsAndEachHostAtMostTwiceItsShare)
+{
+    // Leaders' Rabenseifner among H hosts (H a power of two here): each host
+    // sends (H-1)/H of the vector in the halving and at most that again in
+    // the gather, where a flat tree sends whole vectors across for every
+    // edge that crosses hosts.
+    for (const Layout &l : {block("2x3", {3, 3}), cyclic("2x2-cyclic", {2, 2}), block("4x2", {2, 2, 2, 2}),
+                            cyclic("1+3-cyclic", {1, 3})}) {
+        HostWorld w(l);
+        size_t count = (size_t)1 << 20; // 4 MiB of int32
+        std::vector<int32_t> in(count, 1), out(count);
+        int H = l.nhosts();
+        double bound = 2.0 * (H - 1) / H * (double)(count * 4);
+        for (int root : {0, w.n - 1}) {
+            auto before = w.xhost_all();
+            auto st = w.each([&](int r) {
+                return zap_reduce(w.c[r], in.data(), r == root ? out.data() : nullptr, count, ZAP_DT_INT32, ZAP_OP_SUM,
+                                  root);
+            });
+            auto after = w.xhost_all();
+            for (int r = 0; r < w.n; r++)
+                ASSERT_EQ(st[r], ZAP_OK);
+            ASSERT_EQ(out[count - 1], w.n);
+            auto host = per_host(l, before, after);
+            uint64_t total = std::accumulate(host.begin(), host.end(), (uint64_t)0);
+            for (int h = 1; h <= H; h++)
+                EXPECT_LE((double)host[h], 1.01 * bound + 4096) << l.name << " host " << h << " root " << root;
+            // In all: the halving's (H-1) n and the gather's log2(H)/2 n
+            // (it retraces the halving: each of its log2 H levels moves half
+            // the vector), whatever the ranks per host.
+            double all = ((H - 1) + std::log2((double)H) / 2) * (double)(count * 4);
+            EXPECT_GE((double)total, all) << l.name << " root " << root;
+            EXPECT_LE((double)total, 1.01 * all + 4096) << l.name << " root " << root;
+            auto groups = host_ranks(l);
+            for (const auto &g : groups)
+                for (size_t k = 1; k < g.size(); k++)
+                    EXPECT_EQ(after[g[k]], before[g[k]]) << l.name << " rank " << g[k] << " is not its host's leader";
+        }
+    }
+}
+
+TEST(HierReduceScatter, EveryDatatypeAndOpMatchesTheReferenceInEveryForm)
+{
+    for (const Layout &l : layouts()) {
+        HostWorld w(l);
+        for (zap_dtype_t dt : kTypes)
+            for (zap_op_t op : kOps) {
+                if (!zap_op_supported(dt, op))
+                    continue;
+                uint64_t seed = dt * 7 + op;
+                // Small (in the agreement) and staged; block and v-form with
+                // zeros; in place.
+                for (size_t k : {(size_t)1, (size_t)700}) {
+                    check_reduce_scatter(w, dt, op, std::vector<size_t>(w.n, k), true, k == 1, seed, l.name);
+                    check_reduce_scatter(w, dt, op, uneven_counts(w.n, k, (int)seed), false, k == 700, seed + 1,
+                                         l.name);
+                }
+            }
+    }
+}
+
+TEST(HierReduceScatter, LargeUnevenPartsAndZeroCountsMatchTheReference)
+{
+    for (const Layout &l : layouts()) {
+        HostWorld w(l);
+        std::string what = l.name;
+        check_reduce_scatter(w, ZAP_DT_INT32, ZAP_OP_SUM, uneven_counts(w.n, 20011, 1), false, false, 3, what);
+        check_reduce_scatter(w, ZAP_DT_FLOAT64, ZAP_OP_SUM, uneven_counts(w.n, 9001, 2), false, true, 4, what);
+        check_reduce_scatter(w, ZAP_DT_UINT16, ZAP_OP_BXOR, std::vector<size_t>(w.n, 30000), true, true, 5, what);
+        std::vector<size_t> one_part(w.n, 0); // the whole vector to one rank
+        one_part[w.n - 1] = 50000;
+        check_reduce_scatter(w, ZAP_DT_INT64, ZAP_OP_MAX, one_part, false, false, 6, what);
+        check_reduce_scatter(w, ZAP_DT_INT32, ZAP_OP_SUM, std::vector<size_t>(w.n, 0), true, false, 7, what);
+    }
+}
+
+TEST(HierReduceScatter, CombinesInLocalRankOrderThenAlongTheHostsRing)
+{
+    // Small: each host in local-rank order, then the hosts in host order;
+    // staged: each host in local-rank order, then host g's parts along the
+    // leaders' ring, ((S[g+1] op S[g+2]) op ...) op S[g].
+    UserOp op(affine_compose, 1);
+    for (const Layout &l : layouts()) {
+        HostWorld w(l);
+        auto groups = host_ranks(l);
+        int H = (int)groups.size();
+        for (size_t k : {(size_t)20, (size_t)1000}) {
+            std::vector<size_t> counts = uneven_counts(w.n, k, 4);
+            size_t total = std::accumulate(counts.begin(), counts.end(), (size_t)0);
+            bool small = total * 8 <= 8192;
+            std::vector<std::vector<uint8_t>> in(w.n, std::vector<uint8_t>(total * 8));
+            for (int r = 0; r < w.n; r++)
+                fill_affine(r, k + 9, in[r].data(), total);
+            auto sums = host_sums(l, in, total);
+            std::vector<std::vector<uint8_t>> out(w.n);
+            for (int r = 0; r < w.n; r++)
+                out[r].assign(counts[r] * 8 + 8, 0);
+            auto st = w.each([&](int r) {
+                return zap_reduce_scatter(w.c[r], in[r].data(), out[r].data(), counts.data(), ZAP_DT_2INT, op.op);
+            });
+            size_t off = 0;
+            for (int r = 0; r < w.n; r++) {
+                ASSERT_EQ(st[r], ZAP_OK) << l.name << " rank " << r;
+                int g = 0;
+                while (std::find(groups[g].begin(), groups[g].end(), r) == groups[g].end())
+                    g++;
+                std::vector<int> order = upto(H);
+                if (!small)
+                    for (int j = 0; j < H; j++)
+                        order[j] = (g + 1 + j) % H;
+                auto want = fold_in_order(sums, order, off, counts[r]);
+                ASSERT_EQ(0, std::memcmp(want.data(), out[r].data(), counts[r] * 8))
+                    << l.name << " k " << k << " rank " << r << ": not the documented order";
+                off += counts[r];
+            }
+        }
+    }
+}
+
+TEST(HierReduceScatter, EachHostSendsTheOtherHostsPartsOfItsSumOnce)
+{
+    // Host g sends n - n_g elements (n_g its own ranks' parts): (H-1)/H of
+    // the vector where the hosts' parts are equal, and nothing else.
+    for (const Layout &l : {block("2x3", {3, 3}), block("3x2", {2, 2, 2}), block("1+3", {1, 3}),
+                            cyclic("2+2+3-cyclic", {2, 2, 3})}) {
+        HostWorld w(l);
+        for (bool block_form : {true, false}) {
+            std::vector<size_t> counts = block_form ? std::vector<size_t>(w.n, 100000) : uneven_counts(w.n, 40000, 2);
+            size_t total = std::accumulate(counts.begin(), counts.end(), (size_t)0);
+            std::vector<int32_t> in(total, 1);
+            std::vector<std::vector<int32_t>> out(w.n, std::vector<int32_t>(total));
+            auto before = w.xhost_all();
+            auto st = w.each([&](int r) {
+                return block_form ? zap_reduce_scatter_block(w.c[r], in.data(), out[r].data(), counts[0], ZAP_DT_INT32,
+                                                             ZAP_OP_SUM)
+                                  : zap_reduce_scatter(w.c[r], in.data(), out[r].data(), counts.data(), ZAP_DT_INT32,
+                                                       ZAP_OP_SUM);
+            });
+            for (int r = 0; r < w.n; r++)
+                ASSERT_EQ(st[r], ZAP_OK);
+            auto host = per_host(l, before, w.xhost_all());
+            auto groups = host_ranks(l);
+            for (size_t g = 0; g < groups.size(); g++) {
+                size_t own = 0;
+                for (int r : groups[g])
+                    own += counts[r];
+                double bound = (double)((total - own) * 4);
+                uint64_t sent = host[l.hosts[groups[g][0]]];
+                EXPECT_GE((double)sent, bound) << l.name << " host " << g;
+                EXPECT_LE((double)sent, 1.01 * bound + 4096) << l.name << " host " << g << " block " << block_form;
+            }
+        }
+    }
+}
+
+TEST(HierGather, EveryRootUnevenCountsAndInPlaceLandInPlace)
+{
+    for (const Layout &l : layouts()) {
+        HostWorld w(l);
+        for (size_t k : {(size_t)1, (size_t)3000}) {
+            auto counts = uneven_counts(w.n, k, (int)k); // zeros among them
+            auto displs = displs_of(counts, 3);          // reversed, with gaps
+            std::vector<size_t> even(w.n, k);
+            std::vector<ptrdiff_t> packed(w.n);
+            for (int r = 0; r < w.n; r++)
+                packed[r] = (ptrdiff_t)(r * k);
+            for (int root = 0; root < w.n; root++) {
+                std::string what = std::string(l.name) + " k " + std::to_string(k);
+                check_gatherv(w, counts, displs, root, true, root % 2 == 1, what + " gatherv");
+                check_gatherv(w, even, packed, root, false, root % 2 == 0, what + " gather");
+            }
+        }
+    }
+}
+
+TEST(HierGather, AllZeroCountsAndEmptyHostsComplete)
+{
+    for (const Layout &l : {block("1+3", {1, 3}), block("2+2+3", {2, 2, 3})}) {
+        HostWorld w(l);
+        std::vector<size_t> zero(w.n, 0), some(w.n, 0);
+        std::vector<ptrdiff_t> at(w.n, 0);
+        for (int root : {0, w.n - 1})
+            check_gatherv(w, zero, at, root, true, false, std::string(l.name) + " all zero");
+        // Only the last host's ranks send anything.
+        auto groups = host_ranks(l);
+        for (int r : groups.back())
+            some[r] = 5;
+        for (int r = 0; r < w.n; r++)
+            at[r] = (ptrdiff_t)(r * 5);
+        for (int root : {0, w.n - 1})
+            check_gatherv(w, some, at, root, true, false, std::string(l.name) + " one host");
+    }
+}
+
+TEST(HierGather, EachHostsBlocksCrossOnceInOneMessageFromItsLeader)
+{
+    for (const Layout &l : {block("2+2+3", {2, 2, 3}), cyclic("3x2-cyclic", {2, 2, 2}), block("1+3", {1, 3})}) {
+        HostWorld w(l);
+        size_t k = 20000;
+        auto counts = uneven_counts(w.n, k, 1);
+        std::vector<ptrdiff_t> displs(w.n);
+        size_t total = 0;
+        for (int r = 0; r < w.n; r++) {
+            displs[r] = (ptrdiff_t)total;
+            total += counts[r];
+        }
+        std::vector<int64_t> mine(5 * k, 9), out(total);
+        auto groups = host_ranks(l);
+        for (int root : {0, w.n - 1}) {
+            auto before = w.xhost_all();
+            auto st = w.each([&](int r) {
+                return zap_gatherv(w.c[r], mine.data(), counts[r], r == root ? out.data() : nullptr, counts.data(),
+                                   displs.data(), ZAP_DT_INT64, root);
+            });
+            auto after = w.xhost_all();
+            for (int r = 0; r < w.n; r++)
+                ASSERT_EQ(st[r], ZAP_OK);
+            int root_host = (int)(std::find_if(groups.begin(), groups.end(),
+                                               [&](const std::vector<int> &g) {
+                                                   return std::find(g.begin(), g.end(), root) != g.end();
+                                               }) -
+                                  groups.begin());
+            for (int g = 0; g < (int)groups.size(); g++) {
+                uint64_t data = 0;
+                for (int r : groups[g])
+                    data += counts[r] * 8;
+                int leader = groups[g][0];
+                uint64_t sent = after[leader] - before[leader];
+                if (g != root_host) {
+                    EXPECT_GE(sent, data) << l.name << " host " << g;
+                    EXPECT_LE((double)sent, 1.01 * (double)data + 2048) << l.name << " host " << g;
+                }
+                for (size_t i = 1; i < groups[g].size(); i++)
+                    EXPECT_EQ(after[groups[g][i]], before[groups[g][i]])
+                        << l.name << " rank " << groups[g][i] << " is not its host's leader";
+            }
+        }
+    }
+}
+
+TEST(HierGather, ACountOtherThanTheRootsIsReportedOnEveryHost)
+{
+    for (const Layout &l : {block("2x3", {3, 3}), cyclic("3x2-cyclic", {2, 2, 2})}) {
+        HostWorld w(l);
+        // One rank sends one element more, on the root's host and off it
+        // (root 0); two ranks of one host off it send one more and one fewer,
+        // so that only the counts in the host's message tell.
+        for (std::pair<int, int> odd : {std::pair<int, int>{1, -1}, {4, -1}, {4, 5}}) {
+            std::vector<size_t> counts(w.n, 4);
+            std::vector<ptrdiff_t> displs(w.n);
+            for (int r = 0; r < w.n; r++)
+                displs[r] = (ptrdiff_t)r * 8;
+            std::vector<int32_t> mine(8, 1), out(8 * w.n);
+            LogCapture cap;
+            auto st = w.each([&](int r) {
+                size_t n = r == odd.first ? 5 : r == odd.second ? 3 : 4;
+                return zap_gatherv(w.c[r], mine.data(), n, r == 0 ? out.data() : nullptr, counts.data(), displs.data(),
+                                   ZAP_DT_INT32, 0);
+            });
+            for (int r = 0; r < w.n; r++)
+                EXPECT_EQ(st[r], r == 0 ? ZAP_ERR_INVALID_PARAM : ZAP_ERR_MISMATCH)
+                    << l.name << " odd rank " << odd.first << " rank " << r;
+            EXPECT_TRUE(cap.contains("sent")) << cap.all();
+        }
+        check_gatherv(w, std::vector<size_t>(w.n, 2), std::vector<ptrdiff_t>{0, 2, 4, 6, 8, 10}, 3, true, false,
+                      "after the mismatch");
+    }
+}
+
+TEST(Hier, OutstandingReducesGathersAndReduceScattersCompleteWaitedInReverse)
+{
+    for (const Layout &l : {block("2+2+3", {2, 2, 3}), cyclic("3x2-cyclic", {2, 2, 2})}) {
+        HostWorld w(l);
+        const int nops = 9;
+        size_t count = 7000; // staged: past the agreement's 8 KiB
+        std::vector<std::vector<std::vector<int32_t>>> in(w.n, std::vector<std::vector<int32_t>>(nops)),
+            out(w.n, std::vector<std::vector<int32_t>>(nops));
+        auto st = w.each([&](int r) {
+            std::vector<zap_request_t *> req(nops, nullptr);
+            for (int i = 0; i < nops; i++) {
+                in[r][i].assign(count * w.n, r + i);
+                out[r][i].assign(count * w.n, -1);
+                int root = i % w.n;
+                zap_status_t s = i % 3 == 0 ? zap_ireduce(w.c[r], in[r][i].data(), out[r][i].data(), count * w.n,
+                                                          ZAP_DT_INT32, ZAP_OP_SUM, root, &req[i])
+                                 : i % 3 == 1 ? zap_igather(w.c[r], in[r][i].data(), count, out[r][i].data(),
+                                                            ZAP_DT_INT32, root, &req[i])
+                                              : zap_ireduce_scatter_block(w.c[r], in[r][i].data(), out[r][i].data(),
+                                                                          count, ZAP_DT_INT32, ZAP_OP_SUM, &req[i]);
+                if (s != ZAP_OK)
+                    return s;
+            }
+            zap_status_t worst = ZAP_OK;
+            for (int i = nops - 1; i >= 0; i--) {
+                zap_status_t s = zap_request_wait(req[i]);
+                zap_request_free(req[i]);
+                worst = s != ZAP_OK ? s : worst;
+            }
+            return worst;
+        });
+        int32_t sum_r = w.n * (w.n - 1) / 2;
+        for (int r = 0; r < w.n; r++) {
+            ASSERT_EQ(st[r], ZAP_OK) << l.name << " rank " << r;
+            for (int i = 0; i < nops; i++) {
+                int root = i % w.n;
+                if (i % 3 == 0 && r == root) {
+                    ASSERT_EQ(out[r][i].back(), sum_r + w.n * i) << l.name << " operation " << i;
+                }
+                if (i % 3 == 1 && r == root) {
+                    for (int q = 0; q < w.n; q++)
+                        ASSERT_EQ(out[r][i][q * count], q + i) << l.name << " operation " << i << " block " << q;
+                }
+                if (i % 3 == 2) {
+                    ASSERT_EQ(out[r][i][count - 1], sum_r + w.n * i) << l.name << " operation " << i;
+                }
+            }
+        }
+    }
+}
+
+TEST(Hier, ALeaderGoneAfterTheAgreementFailsTheStagesNamingItNotAHang)
+{
+    // Rank 3, host 2's leader, leaves once its agreement is done, so the
+    // others meet its absence in the node's and the leaders' stages: every
+    // rank returns within the timeout, every rank that needed rank 3's data
+    // (the root; its host; all, for reduce_scatter) with an error, and the
+    // log names rank 3. The root's host's other ranks may finish their part
+    // (reduce, gather) before anything fails.
+    for (int kind = 0; kind < 3; kind++) {
+        Params p;
+        p.timeout(5);
+        HostWorld w(block("2x3", {3, 3}), &p);
+        LogCapture cap;
+        size_t count = 30000; // staged: past the agreement
+        std::vector<std::vector<int32_t>> in(w.n, std::vector<int32_t>(count * w.n, 1)),
+            out(w.n, std::vector<int32_t>(count * w.n));
+        auto st = w.each([&](int r) {
+            zap_request_t *req = nullptr;
+            zap_status_t s = kind == 0 ? zap_ireduce(w.c[r], in[r].data(), out[r].data(), count, ZAP_DT_INT32,
+                                                     ZAP_OP_SUM, 0, &req)
+                             : kind == 1 ? zap_igather(w.c[r], in[r].data(), count, out[r].data(), ZAP_DT_INT32, 0, &req)
+                                         : zap_ireduce_scatter_block(w.c[r], in[r].data(), out[r].data(), count,
+                                                                     ZAP_DT_INT32, ZAP_OP_SUM, &req);
+            if (s != ZAP_OK)
+                return s;
+            if (r == 3) {
+                int done = 0;
+                while (zap_coll_test_agreeing(req) && s == ZAP_OK && !done)
+                    s = zap_request_test(req, &done);
+                zap_transport_close(w.t[3]);
+                zap_request_free(req);
+                return ZAP_ERR_PEER_FAILED;
+            }
+            s = zap_request_wait(req);
+            zap_request_free(req);
+            return s;
+        });
+        for (int r = 0; r < w.n; r++) {
+            bool may_finish = kind != 2 && (r == 1 || r == 2);
+            EXPECT_TRUE(st[r] == ZAP_ERR_PEER_FAILED || st[r] == ZAP_ERR_REVOKED || (may_finish && st[r] == ZAP_OK))
+                << "kind " << kind << " rank " << r << " " << zap_status_string(st[r]);
+        }
+        EXPECT_TRUE(cap.contains("rank 3")) << cap.all();
+    }
+}
+
+TEST(Hier, ADeadRankFailsReduceGatherAndReduceScatterNamingItNotAHang)
+{
+    // Rank 4 (not a leader, not on the root's host) is gone before the call:
+    // every other rank returns an error within the timeout, and the log
+    // names rank 4.
+    for (int kind = 0; kind < 3; kind++) {
+        Params p;
+        p.timeout(5);
+        HostWorld w(block("2x3", {3, 3}), &p);
+        LogCapture cap;
+        zap_transport_close(w.t[4]);
+        size_t count = 30000; // staged: past the agreement
+        std::vector<std::vector<int32_t>> in(w.n, std::vector<int32_t>(count * w.n, 1)),
+            out(w.n, std::vector<int32_t>(count * w.n));
+        auto st = w.each([&](int r) {
+            if (r == 4)
+                return ZAP_OK;
+            return kind == 0   ? zap_reduce(w.c[r], in[r].data(), out[r].data(), count, ZAP_DT_INT32, ZAP_OP_SUM, 0)
+                   : kind == 1 ? zap_gather(w.c[r], in[r].data(), count, out[r].data(), ZAP_DT_INT32, 0)
+                               : zap_reduce_scatter_block(w.c[r], in[r].data(), out[r].data(), count, ZAP_DT_INT32,
+                                                          ZAP_OP_SUM);
+        });
+        for (int r = 0; r < w.n; r++) {
+            if (r != 4) {
+                EXPECT_NE(st[r], ZAP_OK) << "kind " << kind << " rank " << r;
+            }
+        }
+        EXPECT_TRUE(cap.contains("rank 4")) << cap.all();
     }
 }

@@ -324,9 +324,9 @@ TEST(Reductions, ZeroCountsCompleteAndTouchNothing)
 TEST(Reductions, SettingsNameTheTablesAlgorithms)
 {
     const std::pair<const char *, const char *> settings[] = {
-        {"ZAP_REDUCE_ALG", "auto|binomial|rabenseifner|shm"},
-        {"ZAP_REDUCE_SCATTER_ALG", "auto|rhalving|ring|shm|cma"},
-        {"ZAP_GATHER_ALG", "auto|linear|binomial|shm"},
+        {"ZAP_REDUCE_ALG", "auto|binomial|rabenseifner|shm|hier"},
+        {"ZAP_REDUCE_SCATTER_ALG", "auto|rhalving|ring|shm|cma|hier"},
+        {"ZAP_GATHER_ALG", "auto|linear|binomial|shm|hier"},
         {"ZAP_ALLTOALL_ALG", "auto|pairwise|bruck|linear|shm|cma"},
         {"ZAP_SCAN_ALG", "auto|rd|linear|shm"},
         {"ZAP_EXSCAN_ALG", "auto|rd|linear|shm"}};

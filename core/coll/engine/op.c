@@ -17,6 +17,7 @@
  * revoke nothing: the communicator goes on; in a one-way shared-memory
  * exchange (agree/agree_shm.c) a rank may see them alone, and they revoke. */
 #include "coll/engine/op.h"
+#include "coll/coll_test.h"
 #include "coll/comm_impl.h"
 #include "coll/engine/mem.h"
 #include "coll/engine/select.h"
@@ -622,4 +623,10 @@ void zap_coll_op_free_list(zap_comm_t *comm)
         op = n;
     }
     comm->free_ops = NULL;
+}
+
+int zap_coll_test_agreeing(const zap_request_t *req)
+{
+    const zap_coll_op_t *op = (const zap_coll_op_t *)req; /* the request is the operation's first member */
+    return op->deferred || op->agreeing;
 }

@@ -9,6 +9,9 @@
  *             rounds. gather, small blocks.
  *   shm       the blocks ride the agreement's shared-memory slots (one
  *             host, gather, up to 4032 bytes a block).
+ *   hier      through the hosts' hierarchy: each host's blocks gathered to
+ *             its leader and sent to the root in one message (ranks on
+ *             several hosts). Both forms.
  * gather's count is in the header, so it is agreed before anything moves;
  * gatherv's counts are the root's alone and are checked as the data arrives
  * (gather_linear.c). */
@@ -30,9 +33,14 @@ static const zap_coll_alg_t algs[ZAP_GA_NALGS] = {
     [ZAP_GA_SHM] = {.name = "shm", .description = "blocks in the shared segment's slots, the root copies them out",
                     .init = zap_gather_shm_init, .require = ZAP_COLL_PRED_SAME_HOST | ZAP_COLL_PRED_FITS_SHM,
                     .agrees_in_data = ZAP_COLL_SHM_MAX_BYTES, .by_name = true},
+    [ZAP_GA_HIER] = {.name = "hier",
+                     .description = "each host's blocks to its leader, one message per host to the root",
+                     .init = zap_gather_hier_init, .require = ZAP_COLL_PRED_HOSTS, .by_name = true},
 };
 
 static const zap_coll_row_t rows[] = {
+    {ZAP_GA_HIER, 3, INT32_MAX, 0, SIZE_MAX, 0, 0,
+     "ranks on several hosts: each host's blocks cross once, in one message"},
     {ZAP_GA_SHM, 2, ZAP_COLL_SHM_MAX_RANKS, 0, ZAP_COLL_SHM_MAX_BYTES + 1, 0, 0,
      "one host, blocks up to a slot: the agreement carries them"},
     {ZAP_GA_BINOMIAL, 8, INT32_MAX, 0, KiB(2), 0, 0, "small blocks, many ranks: log2(p) rounds beat p-1 receives"},

@@ -8,11 +8,12 @@
 #include "coll/engine/op.h"
 
 /* Indices in the table, in ZAP_GATHER_ALG's order after "auto". */
-enum { ZAP_GA_LINEAR, ZAP_GA_BINOMIAL, ZAP_GA_SHM, ZAP_GA_NALGS };
+enum { ZAP_GA_LINEAR, ZAP_GA_BINOMIAL, ZAP_GA_SHM, ZAP_GA_HIER, ZAP_GA_NALGS };
 
 zap_status_t zap_gather_linear_init(zap_coll_op_t *op);   /* gather_linear.c */
 zap_status_t zap_gather_binomial_init(zap_coll_op_t *op); /* gather_binomial.c: gather only */
 zap_status_t zap_gather_shm_init(zap_coll_op_t *op);      /* gather_shm.c: gather only, up to a slot */
+zap_status_t zap_gather_hier_init(zap_coll_op_t *op);     /* gather_hier.c: ranks on several hosts */
 
 /* Whether the call is gatherv (the header's extra word says so on every
  * rank; args.counts is set on the root only). */

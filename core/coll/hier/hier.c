@@ -3,6 +3,8 @@
  * communicators made at the first call that runs a stage on them. */
 #include "coll/hier/hier.h"
 #include "coll/allreduce/allreduce.h"
+#include "coll/reduce_coll/reduce_coll.h"
+#include "coll/reduce_scatter/reduce_scatter.h"
 #include "coll/engine/op.h"
 #include "base/log.h"
 #include <stdlib.h>
@@ -98,6 +100,16 @@ zap_status_t zap_coll_hier_children(zap_comm_t *comm)
              * ring sends 2(H-1)/H of a slice from every host. */
             if (st == ZAP_OK && (t->nhosts & (t->nhosts - 1)) != 0)
                 h->leaders->set.alg[ZAP_COLL_ALLREDUCE] = ZAP_AR_RING;
+            /* The hierarchical reduce documents host order at every size:
+             * Rabenseifner keeps rank order for every root, where the
+             * binomial tree would start at the root's host. The ring sends
+             * each host's sum of the other hosts' parts once, n minus its own
+             * part, the least a reduce-scatter can (recursive halving's fold
+             * sends whole vectors where H is not a power of two). */
+            if (st == ZAP_OK) {
+                h->leaders->set.alg[ZAP_COLL_REDUCE] = ZAP_RD_RABENSEIFNER;
+                h->leaders->set.alg[ZAP_COLL_REDUCE_SCATTER] = ZAP_RS_RING;
+            }
         }
     }
     h->children_status = st;

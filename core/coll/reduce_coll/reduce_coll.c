@@ -10,10 +10,16 @@
  *                 root; rank order for every op. Medium and large vectors.
  *   shm           the shared segment's slots up to 4032 bytes, its large
  *                 area beyond (ranks on one host).
+ *   hier          through the hosts' hierarchy: small vectors in the
+ *                 hierarchical agreement, larger ones node reduce to each
+ *                 host's leader, the leaders' reduce to the root's host,
+ *                 then to the root (reduce_hier.c). Ranks on several hosts,
+ *                 commutative ops.
  * On a communicator with a shared segment every reduce agrees in it (the
  * header in the slots) under the automatic choice and when shm is forced;
  * otherwise by recursive doubling. */
 #include "coll/reduce_coll/reduce_coll.h"
+#include "coll/allreduce/allreduce.h"
 #include "coll/comm_impl.h"
 #include "coll/engine/mem.h"
 #include "coll/engine/select.h"
@@ -33,9 +39,16 @@ static const zap_coll_alg_t algs[ZAP_RD_NALGS] = {
     [ZAP_RD_SHM] = {.name = "shm", .description = "shared-memory slots, then the segment's large area; rank order",
                     .init = zap_reduce_shm_init, .require = ZAP_COLL_PRED_SAME_HOST | ZAP_COLL_PRED_FITS_SHM,
                     .agrees_in_data = ZAP_COLL_SHM_MAX_BYTES, .by_name = true},
+    [ZAP_RD_HIER] = {.name = "hier",
+                     .description = "through the hosts' hierarchy: to each host's leader, across the leaders to the "
+                                    "root's host, to the root",
+                     .init = zap_reduce_hier_init, .require = ZAP_COLL_PRED_HOSTS | ZAP_COLL_PRED_COMMUTATIVE,
+                     .agrees_in_data = ZAP_AR_HIER_SMALL_BYTES, .by_name = true},
 };
 
 static const zap_coll_row_t rows[] = {
+    {ZAP_RD_HIER, 3, INT32_MAX, 0, SIZE_MAX, 0, 0,
+     "ranks on several hosts: each host's ranks meet in shared memory, the hosts' sums cross once"},
     {ZAP_RD_SHM, 2, ZAP_COLL_SHM_MAX_RANKS, 0, SIZE_MAX, 0, 0, "one host: no messages at all up to the area's size"},
     {ZAP_RD_BINOMIAL, 1, INT32_MAX, 0, KiB(8), 0, 0, "fewest rounds: ceil(log2 p) whole-vector hops"},
     {ZAP_RD_RABENSEIFNER, 1, INT32_MAX, KiB(8), SIZE_MAX, 0, 0,

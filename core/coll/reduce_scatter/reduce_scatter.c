@@ -11,10 +11,15 @@
  *             every rank reduces its own part from the p inputs (one host).
  *   cma       single copy: every rank reads its part of the others' inputs
  *             (one host, host memory, not in place).
+ *   hier      through the hosts' hierarchy: small vectors in the
+ *             hierarchical agreement; larger ones node reduce to each
+ *             host's leader, the leaders' ring over the hosts' packed parts,
+ *             node scatterv (ranks on several hosts, commutative ops).
  * counts must be the same on every rank: the header carries the total and
  * a hash of them, and whether the call is in place (MPI: all ranks or
  * none). */
 #include "coll/reduce_scatter/reduce_scatter.h"
+#include "coll/allreduce/allreduce.h"
 #include "coll/comm_impl.h"
 #include "coll/engine/mem.h"
 #include "coll/engine/select.h"
@@ -40,9 +45,16 @@ static const zap_coll_alg_t algs[ZAP_RS_NALGS] = {
                     .init = zap_reduce_scatter_cma_init,
                     .require = ZAP_COLL_PRED_SAME_HOST | ZAP_COLL_PRED_SINGLE_COPY | ZAP_COLL_PRED_HOST_MEMORY,
                     .vote_lane = ZAP_COLL_LANE_VOTE_HOST, .vote = zap_reduce_scatter_cma_vote, .by_name = true},
+    [ZAP_RS_HIER] = {.name = "hier",
+                     .description = "through the hosts' hierarchy: node reduce, the leaders' ring over the hosts' "
+                                    "parts, node scatterv",
+                     .init = zap_reduce_scatter_hier_init, .require = ZAP_COLL_PRED_HOSTS | ZAP_COLL_PRED_COMMUTATIVE,
+                     .agrees_in_data = ZAP_AR_HIER_SMALL_BYTES, .by_name = true},
 };
 
 static const zap_coll_row_t rows[] = {
+    {ZAP_RS_HIER, 3, INT32_MAX, 0, SIZE_MAX, 0, 0,
+     "ranks on several hosts: each host sends the others' parts of its sum once"},
     {ZAP_RS_CMA, SHM_RANKS, KiB(256), SIZE_MAX, 0, ZAP_COLL_PRED_OVERSUBSCRIBED,
      "large host vectors on one host: each needed byte read once, no staging"},
     {ZAP_RS_SHM, SHM_RANKS, 0, SIZE_MAX, 0, 0, "one host: one copy in, no messages"},

@@ -10,12 +10,13 @@
 #include "coll/engine/op.h"
 
 /* Indices in the table, in ZAP_REDUCE_SCATTER_ALG's order after "auto". */
-enum { ZAP_RS_RHALVING, ZAP_RS_RING, ZAP_RS_SHM, ZAP_RS_CMA, ZAP_RS_NALGS };
+enum { ZAP_RS_RHALVING, ZAP_RS_RING, ZAP_RS_SHM, ZAP_RS_CMA, ZAP_RS_HIER, ZAP_RS_NALGS };
 
 zap_status_t zap_reduce_scatter_rhalving_init(zap_coll_op_t *op); /* reduce_scatter_rhalving.c */
 zap_status_t zap_reduce_scatter_ring_init(zap_coll_op_t *op);     /* reduce_scatter_ring.c */
 zap_status_t zap_reduce_scatter_shm_init(zap_coll_op_t *op);      /* reduce_scatter_shm.c */
 zap_status_t zap_reduce_scatter_cma_init(zap_coll_op_t *op);      /* reduce_scatter_cma.c */
+zap_status_t zap_reduce_scatter_hier_init(zap_coll_op_t *op);     /* reduce_scatter_hier.c: ranks on several hosts */
 /* The single-copy form's vote: this rank's buffers are host memory. */
 bool zap_reduce_scatter_cma_vote(const zap_coll_op_t *op);
 
