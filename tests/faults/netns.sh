@@ -93,7 +93,9 @@ ns_setup() {
 # never ends once a rank has died: PMIx event errors, then a hang.)
 # NS_UCX_TLS (default self,tcp) and NS_BTL (default self,tcp) choose UCX's and
 # Open MPI's transports: with several ranks per host, self,sm,tcp and
-# self,vader,tcp keep a host's own traffic in its shared memory.
+# self,vader,tcp keep a host's own traffic in its shared memory. The rsh
+# launcher is named: a machine whose environment picks another one
+# (OMPI_MCA_plm=isolated on the GPU host) would start every rank in host 0.
 ns_mpirun() {
     local np=$1 i
     shift
@@ -130,7 +132,7 @@ ns_mpirun() {
         sh -c '[ "$NS_SHARED_SHM" = 1 ] || mount -t tmpfs -o size=$NS_SHM_SIZE zapshm /dev/shm || exit 97
                hostname zaphost0; exec "$@"' sh \
         mpirun -np "$np" --hostfile "$NS_TMP/hosts" "${map[@]}" --oversubscribe \
-        --mca plm_rsh_agent "$NETNS_DIR/ns-agent.sh" --mca plm_rsh_no_tree_spawn 1 \
+        --mca plm rsh --mca plm_rsh_agent "$NETNS_DIR/ns-agent.sh" --mca plm_rsh_no_tree_spawn 1 \
         --mca pml ob1 --mca btl "${NS_BTL:-self,tcp}" --mca btl_tcp_if_include $NS_IF --mca oob_tcp_if_include $NS_IF \
         -x UCX_TLS -x UCX_NET_DEVICES -x UCX_WARN_UNUSED_ENV_VARS -x ZAP_TIMEOUT -x ZAP_LOG_LEVEL \
         -x FAULTS_NS_PREFIX "${pre[@]}" "$@"
