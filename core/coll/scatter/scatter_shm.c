@@ -5,6 +5,11 @@
  *   scatter, all blocks within a slot (p * count at most ZAP_COLL_SHM_PAYLOAD
  *     bytes, which every rank can tell from the agreed count): the blocks
  *     themselves; every rank copies its own out. One exchange, no message.
+ *   scatter, the blocks within the large area and at most
+ *     ZAP_SCATTER_SHM_COPY_MAX bytes together (zap_scatter_shm_copies, from
+ *     the agreed count and p): a header-only agreement, then the root copies
+ *     its sendbuf into the area and every rank copies its block out
+ *     (scatter_shm_copy.c).
  *   otherwise a table: whether the blocks follow it, the root's sendbuf
  *     address and recvcount and, for scatterv, every rank's count and
  *     displacement, then the blocks packed in rank order where they fit.
@@ -63,8 +68,10 @@ bool zap_scatter_shm_vote(const zap_coll_op_t *op)
 {
     const zap_coll_args_t *a = &op->args;
     size_t es = zap_dtype_size(a->dt);
-    if (!is_v(a) && a->fixed * es * (size_t)op->comm->size <= ZAP_COLL_SHM_PAYLOAD)
-        return true; /* the slots carry it: the vote is not read */
+    size_t total = a->fixed * es * (size_t)op->comm->size;
+    const zap_coll_shm_t *s = op->comm->shm;
+    if (!is_v(a) && (total <= ZAP_COLL_SHM_PAYLOAD || (s != NULL && zap_scatter_shm_copies(s, total))))
+        return true; /* the slots or the large area carry it: the vote is not read */
     if (op->mem != ZAP_MEM_HOST)
         return false;
     if (op->comm->rank != a->root || a->src == NULL)
@@ -203,6 +210,8 @@ zap_status_t zap_scatter_shm_init(zap_coll_op_t *op)
         op->progress = blocks_finish;
         return ZAP_OK;
     }
+    if (!v && zap_scatter_shm_copies(s, a->fixed * es * (size_t)p))
+        return zap_scatter_shm_copy_init(op);
     if (!root) {
         c->cap = a->count;
         if (v)
