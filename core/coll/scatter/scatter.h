@@ -22,10 +22,16 @@ bool zap_scatter_shm_vote(const zap_coll_op_t *op);
  * root's sendbuf: below it the single copy's fixed cost (a system call per
  * rank, the root waiting for every reader) outweighs the second copy. */
 #define ZAP_SCATTER_SHM_COPY_MAX ((size_t)64 << 10)
-/* Whether a scatter of total bytes (p times the agreed count's bytes) takes
- * the copy form on s: the same on every rank, from the agreed arguments and
- * the segment alone. */
+/* Whether blocks of total bytes in all that do not fit the root's slot take
+ * the copy form on s: for scatter p times the agreed count's bytes, for
+ * scatterv the root's sum, which its table carries to every rank; so every
+ * rank decides alike. */
 bool zap_scatter_shm_copies(const zap_coll_shm_t *s, size_t total);
-/* The copy form, after a header-only agreement (scatter_shm_init calls it). */
+/* Scatter's copy form, ahead of a header-only agreement (scatter_shm_init
+ * calls it). */
 zap_status_t zap_scatter_shm_copy_init(zap_coll_op_t *op);
+/* Hands op to the copy form once agreed (scatterv: after its table): total
+ * bytes packed in rank order, this rank's block at at, bytes long. The next
+ * progress call runs it. */
+void zap_scatter_shm_copy_start(zap_coll_op_t *op, size_t total, size_t at, size_t bytes);
 #endif
