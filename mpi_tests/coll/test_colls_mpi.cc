@@ -434,7 +434,7 @@ std::vector<size_t> scatter_totals()
     return {slot + 1, 2 * slot + 7, copy_max - 1, copy_max, copy_max + 1, 3 * copy_max};
 }
 
-TEST_F(CollsMpi, ScatterMatchesMpiScatterAtEverySharedMemorySize)
+TEST_F(CollsMpi, ScatterAndScattervMatchMpiAtEverySharedMemorySize)
 {
     int rank = MpiRank(), size = MpiSize();
     Comm comm(t_, "scatter", "auto");
@@ -456,6 +456,35 @@ TEST_F(CollsMpi, ScatterMatchesMpiScatterAtEverySharedMemorySize)
                 if (ip)
                     std::copy(recv, recv + count, got.begin());
                 ASSERT_EQ(got, ref) << "total " << count * size << " root " << root << (ip ? " in place" : "");
+            }
+        // scatterv, the same total in uneven blocks laid out in reverse rank
+        // order with gaps; the root's own block empty, as an MPI_IN_PLACE
+        // root's is in the Open MPI component.
+        for (int root = 0; root < size; root++)
+            for (bool root_empty : {false, true}) {
+                std::vector<size_t> counts(size);
+                std::vector<ptrdiff_t> displs(size);
+                std::vector<int> icounts(size), idispls(size);
+                size_t sum = 0, area = 0;
+                for (int r = 0; r < size; r++) {
+                    counts[r] = root_empty && r == root ? 0 : total / size + (size_t)r * 3;
+                    sum += counts[r];
+                }
+                for (int r = size - 1; r >= 0; r--) {
+                    displs[r] = (ptrdiff_t)area;
+                    area += counts[r] + 5;
+                }
+                for (int r = 0; r < size; r++)
+                    icounts[r] = (int)counts[r], idispls[r] = (int)displs[r];
+                std::vector<uint8_t> send(area), got(counts[rank] + 1, 0xa5), ref(counts[rank] + 1, 0xa5);
+                for (size_t i = 0; i < area; i++)
+                    send[i] = (uint8_t)mix(total * 17 + (size_t)root * 5 + i);
+                ASSERT_EQ(zap_scatterv(comm, rank == root ? send.data() : nullptr, counts.data(), displs.data(),
+                                       got.data(), counts[rank], ZAP_DT_UINT8, root),
+                          ZAP_OK);
+                MPI_Scatterv(send.data(), icounts.data(), idispls.data(), MPI_UINT8_T, ref.data(), icounts[rank],
+                             MPI_UINT8_T, root, MPI_COMM_WORLD);
+                ASSERT_EQ(got, ref) << "scatterv total " << sum << " root " << root << (root_empty ? " root empty" : "");
             }
     }
 }
