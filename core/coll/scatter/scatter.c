@@ -7,9 +7,10 @@
  *           algorithm can do for distinct shards (a tree would forward shards
  *           through intermediate ranks).
  *   shm     (scatter_shm.c) ranks on one host: the blocks ride the root's
- *           slot of the argument exchange where they fit; scatter's up to
- *           ZAP_SCATTER_SHM_COPY_MAX bytes in all go through the segment's
- *           large area (scatter_shm_copy.c: one copy in, one out); else
+ *           slot of the argument exchange where they fit; up to
+ *           ZAP_SCATTER_SHM_COPY_MAX bytes in all they go through the
+ *           segment's large area (scatter_shm_copy.c: one copy in, one out);
+ *           else
  *           every rank reads its own straight from the root's sendbuf
  *           (single copy).
  *
