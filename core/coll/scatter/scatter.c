@@ -10,8 +10,7 @@
  *           slot of the argument exchange where they fit; up to
  *           ZAP_SCATTER_SHM_COPY_MAX bytes in all they go through the
  *           segment's large area (scatter_shm_copy.c: one copy in, one out);
- *           else
- *           every rank reads its own straight from the root's sendbuf
+ *           else every rank reads its own straight from the root's sendbuf
  *           (single copy).
  *
  * Counts are known only at the root, so in the linear form a receive
