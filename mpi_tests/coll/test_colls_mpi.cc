@@ -424,6 +424,125 @@ TEST_F(CollsMpi, AlltoallAndAlltoallvMatchMpi)
     }
 }
 
+// Scatter on one host at the totals that choose its shared-memory form: the
+// root's slot up to 4032 bytes, the large area just above that and up to
+// 64 KiB (ZAP_SCATTER_SHM_COPY_MAX, scatter.h), single copy beyond. Bytes, so
+// that the totals land exactly at each boundary on 3 ranks too.
+std::vector<size_t> scatter_totals()
+{
+    const size_t slot = 4032, copy_max = 64 << 10;
+    return {slot + 1, 2 * slot + 7, copy_max - 1, copy_max, copy_max + 1, 3 * copy_max};
+}
+
+TEST_F(CollsMpi, ScatterAndScattervMatchMpiAtEverySharedMemorySize)
+{
+    int rank = MpiRank(), size = MpiSize();
+    Comm comm(t_, "scatter", "auto");
+    for (size_t total : scatter_totals()) {
+        size_t count = (total + size - 1) / size; // the first total of p blocks at or above total
+        for (int root = 0; root < size; root++)
+            for (bool in_place : {false, true}) {
+                std::vector<uint8_t> send(count * size), got(count + 1, 0xa5), ref(count + 1, 0xa5);
+                for (size_t i = 0; i < send.size(); i++)
+                    send[i] = rank == root ? (uint8_t)mix(total * 131 + (size_t)root * 7 + i) : 0;
+                // In place (MPI_IN_PLACE at the root): its recvbuf is its own
+                // block of sendbuf, left as it is.
+                bool ip = in_place && rank == root;
+                uint8_t *recv = ip ? send.data() + (size_t)root * count : got.data();
+                ASSERT_EQ(zap_scatter(comm, rank == root ? send.data() : nullptr, recv, count, ZAP_DT_UINT8, root),
+                          ZAP_OK);
+                MPI_Scatter(send.data(), (int)count, MPI_UINT8_T, ref.data(), (int)count, MPI_UINT8_T, root,
+                            MPI_COMM_WORLD);
+                if (ip)
+                    std::copy(recv, recv + count, got.begin());
+                ASSERT_EQ(got, ref) << "total " << count * size << " root " << root << (ip ? " in place" : "");
+            }
+        // scatterv, the same total in uneven blocks laid out in reverse rank
+        // order with gaps; the root's own block empty, as an MPI_IN_PLACE
+        // root's is in the Open MPI component.
+        for (int root = 0; root < size; root++)
+            for (bool root_empty : {false, true}) {
+                std::vector<size_t> counts(size);
+                std::vector<ptrdiff_t> displs(size);
+                std::vector<int> icounts(size), idispls(size);
+                size_t sum = 0, area = 0;
+                for (int r = 0; r < size; r++) {
+                    counts[r] = root_empty && r == root ? 0 : total / size + (size_t)r * 3;
+                    sum += counts[r];
+                }
+                for (int r = size - 1; r >= 0; r--) {
+                    displs[r] = (ptrdiff_t)area;
+                    area += counts[r] + 5;
+                }
+                for (int r = 0; r < size; r++)
+                    icounts[r] = (int)counts[r], idispls[r] = (int)displs[r];
+                std::vector<uint8_t> send(area), got(counts[rank] + 1, 0xa5), ref(counts[rank] + 1, 0xa5);
+                for (size_t i = 0; i < area; i++)
+                    send[i] = (uint8_t)mix(total * 17 + (size_t)root * 5 + i);
+                ASSERT_EQ(zap_scatterv(comm, rank == root ? send.data() : nullptr, counts.data(), displs.data(),
+                                       got.data(), counts[rank], ZAP_DT_UINT8, root),
+                          ZAP_OK);
+                MPI_Scatterv(send.data(), icounts.data(), idispls.data(), MPI_UINT8_T, ref.data(), icounts[rank],
+                             MPI_UINT8_T, root, MPI_COMM_WORLD);
+                ASSERT_EQ(got, ref) << "scatterv total " << sum << " root " << root << (root_empty ? " root empty" : "");
+            }
+    }
+}
+
+// Scatters of every form from rotating roots, back to back and outstanding
+// together, between broadcasts through the same large area: each must find
+// its own blocks, none a neighbour's or a previous call's.
+TEST_F(CollsMpi, ScattersBetweenBroadcastsReuseTheLargeAreaSafely)
+{
+    int rank = MpiRank(), size = MpiSize();
+    Comm comm(t_, "scatter", "auto");
+    std::vector<size_t> totals = scatter_totals();
+    const int calls = 24; // scatter, broadcast, scatter, ... posted at once
+    std::vector<std::vector<uint8_t>> send(calls), got(calls), ref(calls);
+    std::vector<zap_request_t *> reqs(calls);
+    for (int round = 0; round < 3; round++) {
+        for (int i = 0; i < calls; i++) {
+            int root = (i / 2 + round) % size;
+            size_t total = totals[(size_t)(i / 2 + round) % totals.size()];
+            if (i % 2 == 1) { // a broadcast above a slot: the result area
+                total = 3 * total + 8;
+                ref[i].assign(total, 0);
+                for (size_t j = 0; j < total; j++)
+                    ref[i][j] = (uint8_t)mix((uint64_t)round << 40 | (uint64_t)i << 32 | j);
+                got[i] = rank == root ? ref[i] : std::vector<uint8_t>(total, 0);
+                ASSERT_EQ(zap_ibcast(comm, got[i].data(), total, ZAP_DT_UINT8, root, &reqs[i]), ZAP_OK);
+                continue;
+            }
+            size_t count = (total + size - 1) / size;
+            send[i].assign(count * size, 0);
+            for (size_t j = 0; j < send[i].size(); j++)
+                send[i][j] = (uint8_t)mix((uint64_t)round << 40 | (uint64_t)i << 32 | j);
+            auto block = send[i].begin() + (ptrdiff_t)(rank * count);
+            ref[i].assign(block, block + (ptrdiff_t)count);
+            got[i].assign(count, 0x5a);
+            ASSERT_EQ(zap_iscatter(comm, rank == root ? send[i].data() : nullptr, got[i].data(), count, ZAP_DT_UINT8,
+                                   root, &reqs[i]),
+                      ZAP_OK);
+        }
+        for (int i = 0; i < calls; i++) {
+            ASSERT_EQ(zap_request_wait(reqs[i]), ZAP_OK) << "round " << round << " call " << i;
+            zap_request_free(reqs[i]);
+        }
+        for (int i = 0; i < calls; i++)
+            ASSERT_EQ(got[i], ref[i]) << "round " << round << " call " << i << (i % 2 ? " bcast" : " scatter");
+        // And blocking, one at a time, with Open MPI's scatter between them.
+        for (int i = 0; i < calls; i += 2) {
+            int root = (i + round) % size;
+            size_t count = send[i].size() / size;
+            std::vector<uint8_t> mine(count + 1, 1), theirs(count + 1, 1);
+            ASSERT_EQ(zap_scatter(comm, send[i].data(), mine.data(), count, ZAP_DT_UINT8, root), ZAP_OK);
+            MPI_Scatter(send[i].data(), (int)count, MPI_UINT8_T, theirs.data(), (int)count, MPI_UINT8_T, root,
+                        MPI_COMM_WORLD);
+            ASSERT_EQ(mine, theirs) << "round " << round << " blocking call " << i;
+        }
+    }
+}
+
 // A non-commutative user op (affine maps composed) is combined in rank
 // order by every algorithm of every reducing collective, the shared-memory
 // and single-copy forms included; the ops are made per process.

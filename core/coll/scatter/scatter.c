@@ -7,8 +7,11 @@
  *           algorithm can do for distinct shards (a tree would forward shards
  *           through intermediate ranks).
  *   shm     (scatter_shm.c) ranks on one host: the blocks ride the root's
- *           slot of the argument exchange where they fit, else every rank
- *           reads its own straight from the root's sendbuf (single copy).
+ *           slot of the argument exchange where they fit; up to
+ *           ZAP_SCATTER_SHM_COPY_MAX bytes in all they go through the
+ *           segment's large area (scatter_shm_copy.c: one copy in, one out);
+ *           else every rank reads its own straight from the root's sendbuf
+ *           (single copy).
  *
  * Counts are known only at the root, so in the linear form a receive
  * capacity that is too small shows up only on the receiver (a truncated
@@ -145,8 +148,8 @@ static const zap_coll_alg_t algs[ZAP_SC_NALGS] = {
     [ZAP_SC_LINEAR] = {.name = "linear", .description = "the root sends each rank its part directly, all sends at once",
                        .init = linear_init, .by_name = true},
     [ZAP_SC_SHM] = {.name = "shm",
-                    .description = "the blocks in the root's shared-memory slot, or read straight from its sendbuf "
-                                   "(single copy)",
+                    .description = "the blocks in the root's shared-memory slot, through the large area (up to "
+                                   "64 KiB in all), or read straight from its sendbuf (single copy)",
                     .init = zap_scatter_shm_init, .require = ZAP_COLL_PRED_SAME_HOST,
                     .vote_lane = ZAP_COLL_LANE_VOTE_HOST, .vote = zap_scatter_shm_vote,
                     .agrees_in_data = ZAP_COLL_SHM_MAX_BYTES, .by_name = true},
@@ -156,7 +159,7 @@ static const zap_coll_alg_t algs[ZAP_SC_NALGS] = {
 static const zap_coll_row_t rows[] = {
     {ZAP_SC_HIER, 3, INT32_MAX, 0, SIZE_MAX, 0, 0, "ranks on several hosts: each host receives its share once, in one piece"},
     {ZAP_SC_SHM, 2, ZAP_COLL_SHM_MAX_RANKS, 0, SIZE_MAX, 0, 0,
-     "one host: the root's slot carries the blocks, or each rank reads its own once"},
+     "one host: the root's slot or the large area carries the blocks, or each rank reads its own once"},
     {ZAP_SC_LINEAR, 1, INT32_MAX, 0, SIZE_MAX, 0, 0, "the root's link carries (p-1)/p of the data once, the least possible"},
 };
 

@@ -1,5 +1,5 @@
 /* The scatter's algorithms, for its table (scatter.c): linear (in scatter.c)
- * and the shared-memory forms (scatter_shm.c). Every init reads the call
+ * and the shared-memory forms (scatter_shm.c, scatter_shm_copy.c). Every init reads the call
  * from op->args (src: the root's sendbuf; dst: recvbuf; count: recvcount;
  * fixed: the fixed-count form's count; counts and displs: the root's, for
  * scatterv; hdr_extra 1 for scatterv) and follows engine/select.h's
@@ -8,6 +8,7 @@
 #define ZAP_COLL_SCATTER_H
 #include <stdbool.h>
 #include "coll/engine/op.h"
+#include "coll/shm/shm.h"
 
 /* Indices in the table. */
 enum { ZAP_SC_LINEAR, ZAP_SC_SHM, ZAP_SC_HIER, ZAP_SC_NALGS };
@@ -15,4 +16,24 @@ enum { ZAP_SC_LINEAR, ZAP_SC_SHM, ZAP_SC_HIER, ZAP_SC_NALGS };
 zap_status_t zap_scatter_shm_init(zap_coll_op_t *op); /* scatter_shm.c */
 /* This rank's yes to the single-copy form: its buffers are host memory. */
 bool zap_scatter_shm_vote(const zap_coll_op_t *op);
+
+/* The largest total (p blocks, bytes) a scatter moves through the large area
+ * (scatter_shm_copy.c) rather than each rank reading its block from the
+ * root's sendbuf: below it the single copy's fixed cost (a system call per
+ * rank, the root waiting for every reader) outweighs the second copy. Below
+ * where the two meet on 2 ranks, since the root's copy in is serial while
+ * the single copy's p reads run in parallel. */
+#define ZAP_SCATTER_SHM_COPY_MAX ((size_t)64 << 10)
+/* Whether blocks of total bytes in all that do not fit the root's slot take
+ * the copy form on s: for scatter p times the agreed count's bytes, for
+ * scatterv the root's sum, which its table carries to every rank; so every
+ * rank decides alike. */
+bool zap_scatter_shm_copies(const zap_coll_shm_t *s, size_t total);
+/* Scatter's copy form, ahead of a header-only agreement (scatter_shm_init
+ * calls it). */
+zap_status_t zap_scatter_shm_copy_init(zap_coll_op_t *op);
+/* Hands op to the copy form once agreed (scatterv: after its table): total
+ * bytes packed in rank order, this rank's block at at, bytes long. The next
+ * progress call runs it. */
+void zap_scatter_shm_copy_start(zap_coll_op_t *op, size_t total, size_t at, size_t bytes);
 #endif

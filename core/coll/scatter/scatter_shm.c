@@ -5,9 +5,17 @@
  *   scatter, all blocks within a slot (p * count at most ZAP_COLL_SHM_PAYLOAD
  *     bytes, which every rank can tell from the agreed count): the blocks
  *     themselves; every rank copies its own out. One exchange, no message.
- *   otherwise a table: whether the blocks follow it, the root's sendbuf
- *     address and recvcount and, for scatterv, every rank's count and
- *     displacement, then the blocks packed in rank order where they fit.
+ *   scatter, the blocks within the large area and at most
+ *     ZAP_SCATTER_SHM_COPY_MAX bytes together (zap_scatter_shm_copies, from
+ *     the agreed count and p): a header-only agreement, then the root copies
+ *     its sendbuf into the area and every rank copies its block out
+ *     (scatter_shm_copy.c).
+ *   otherwise a table: where the blocks are (after it, in the large area or
+ *     in the root's sendbuf), the root's sendbuf address and recvcount, the
+ *     blocks' total and, for scatterv, every rank's count and displacement,
+ *     then the blocks packed in rank order where they fit. A scatterv whose
+ *     blocks do not fit but are within the copy form's bound goes through
+ *     the large area as scatter's do, every rank following the table.
  *     Every other rank publishes its recvcount, so every rank can check every
  *     rank's count against its capacity from the slots and all decide alike:
  *     a rank sent more than its recvcount returns ZAP_ERR_INVALID_PARAM and
@@ -31,11 +39,15 @@
 #include <stddef.h>
 #include <string.h>
 
+/* Where the table says the blocks are. */
+enum { SC_AT_ROOT, SC_INLINE, SC_AREA };
+
 /* The root's table, at the start of its slot's payload. */
 typedef struct sc_head {
-    uint64_t inline_blocks; /* 1: the blocks follow the entries, packed in rank order */
-    uint64_t base;          /* the root's sendbuf, in its address space */
-    uint64_t root_cap;      /* the root's recvcount */
+    uint64_t where;    /* SC_INLINE: after the entries; SC_AREA: the large area; both packed in rank order */
+    uint64_t base;     /* the root's sendbuf, in its address space */
+    uint64_t root_cap; /* the root's recvcount */
+    uint64_t total;    /* the blocks' bytes */
 } sc_head_t;
 typedef struct sc_entry {
     uint64_t count; /* elements */
@@ -63,8 +75,10 @@ bool zap_scatter_shm_vote(const zap_coll_op_t *op)
 {
     const zap_coll_args_t *a = &op->args;
     size_t es = zap_dtype_size(a->dt);
-    if (!is_v(a) && a->fixed * es * (size_t)op->comm->size <= ZAP_COLL_SHM_PAYLOAD)
-        return true; /* the slots carry it: the vote is not read */
+    size_t total = a->fixed * es * (size_t)op->comm->size;
+    const zap_coll_shm_t *s = op->comm->shm;
+    if (!is_v(a) && (total <= ZAP_COLL_SHM_PAYLOAD || (s != NULL && zap_scatter_shm_copies(s, total))))
+        return true; /* the slots or the large area carry it: the vote is not read */
     if (op->mem != ZAP_MEM_HOST)
         return false;
     if (op->comm->rank != a->root || a->src == NULL)
@@ -133,11 +147,15 @@ static zap_status_t table_finish(zap_coll_op_t *op)
     c->bytes = own.count * es;
     if (r == a->root) {
         zap_coll_copy(op, a->dst, (const char *)a->src + own.displ * (ptrdiff_t)es, c->bytes);
-        if (h.inline_blocks)
+        if (h.where == SC_INLINE)
             return ZAP_OK;
-    } else if (h.inline_blocks) {
+    } else if (h.where == SC_INLINE) {
         zap_coll_copy(op, a->dst, t + at, c->bytes);
         return ZAP_OK;
+    }
+    if (h.where == SC_AREA) {
+        zap_scatter_shm_copy_start(op, h.total, at - table_bytes(p, is_v(a)), c->bytes);
+        return op->progress(op);
     }
     if (!op->comm->shm->cma)
         return zap_coll_fall_back(op); /* every rank reads the same table and segment: all go alike */
@@ -203,12 +221,14 @@ zap_status_t zap_scatter_shm_init(zap_coll_op_t *op)
         op->progress = blocks_finish;
         return ZAP_OK;
     }
+    if (!v && zap_scatter_shm_copies(s, a->fixed * es * (size_t)p))
+        return zap_scatter_shm_copy_init(op);
     if (!root) {
         c->cap = a->count;
         if (v)
             data = &c->cap, bytes = sizeof(c->cap);
     } else if (!v) {
-        c->head = (sc_head_t){0, (uint64_t)(uintptr_t)a->src, a->count};
+        c->head = (sc_head_t){SC_AT_ROOT, (uint64_t)(uintptr_t)a->src, a->count, a->fixed * es * (size_t)p};
         data = &c->head, bytes = sizeof(c->head);
     } else {
         size_t total = 0;
@@ -219,7 +239,8 @@ zap_status_t zap_scatter_shm_init(zap_coll_op_t *op)
         if ((st = zap_coll_scratch(op, &op->scratch, bytes + (fits ? total : 0))) != ZAP_OK)
             return st;
         unsigned char *t = op->scratch.ptr;
-        sc_head_t h = {fits, (uint64_t)(uintptr_t)a->src, a->count};
+        sc_head_t h = {fits ? SC_INLINE : zap_scatter_shm_copies(s, total) ? SC_AREA : SC_AT_ROOT,
+                       (uint64_t)(uintptr_t)a->src, a->count, total};
         memcpy(t, &h, sizeof(h));
         for (int q = 0; q < p; q++) {
             sc_entry_t e = {a->counts[q], (int64_t)a->displs[q]};
