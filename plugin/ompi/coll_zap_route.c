@@ -25,37 +25,40 @@
 #define SLOT(f) offsetof(mca_coll_base_module_t, coll_##f)
 #define PREV(f) offsetof(mca_coll_base_comm_coll_t, coll_##f), offsetof(mca_coll_base_comm_coll_t, coll_##f##_module)
 
-/* The default windows and switches are provisional: set from the dev
- * machine's and the H200 host's earlier measurements of zap against Open
- * MPI (docs/performance.md, docs/mpi.md), where zap's small broadcast, small
- * two-rank allreduce, allgather, scatter(v) and two-rank barrier were slower
- * than Open MPI's shared-memory paths. zap-perf mpi's "suggest" lines, run
- * with the windows open, give the values to put here. */
+/* The default windows: from zap-perf mpi with every window open, on the
+ * dev machine (2 and 4 ranks) and the H200 host (2, 8 and 16 ranks), the
+ * smallest size from which the component's streaming time was at least
+ * Open MPI's on both (docs/mpi.md, "Defaults", says where a machine still
+ * differs). A window is one range per rank count, so a dip inside it stays;
+ * reduce's maximum on 2 and 3 ranks declines the large calls where Open
+ * MPI's reduce won. Collectives not timed through the component (gather,
+ * scan, exscan) take the windows zap-perf coll's figures give. */
 const coll_zap_route_t coll_zap_routes[COLL_ZAP_NCOLLS] = {
     [COLL_ZAP_ALLREDUCE] = {"allreduce", "bytes of the vector (count x type size)",
                             (coll_zap_fn_t)coll_zap_allreduce, (coll_zap_fn_t)coll_zap_iallreduce,
-                            SLOT(allreduce), SLOT(iallreduce), PREV(allreduce), PREV(iallreduce), "2:512,4:0", "0",
+                            SLOT(allreduce), SLOT(iallreduce), PREV(allreduce), PREV(iallreduce), "2:4k,4:0", "0",
                             true},
     [COLL_ZAP_BCAST] = {"bcast", "bytes of the message (count x type size)", (coll_zap_fn_t)coll_zap_bcast,
                         (coll_zap_fn_t)coll_zap_ibcast, SLOT(bcast), SLOT(ibcast), PREV(bcast), PREV(ibcast),
-                        "2:1m,4:512", "0", true},
+                        "512", "0", true},
     [COLL_ZAP_ALLGATHER] = {"allgather", "bytes of one rank's block (recvcount x recvtype size)",
                             (coll_zap_fn_t)coll_zap_allgather, (coll_zap_fn_t)coll_zap_iallgather,
-                            SLOT(allgather), SLOT(iallgather), PREV(allgather), PREV(iallgather), "1m", "0", true},
+                            SLOT(allgather), SLOT(iallgather), PREV(allgather), PREV(iallgather), "2:512,4:0", "0",
+                            true},
     [COLL_ZAP_ALLGATHERV] = {"allgatherv", "bytes gathered divided by the number of ranks",
                              (coll_zap_fn_t)coll_zap_allgatherv, (coll_zap_fn_t)coll_zap_iallgatherv,
                              SLOT(allgatherv), SLOT(iallgatherv), PREV(allgatherv), PREV(iallgatherv), "1m", "0", true},
     [COLL_ZAP_SCATTER] = {"scatter", "bytes of one rank's block (recvcount x recvtype size)",
                           (coll_zap_fn_t)coll_zap_scatter, (coll_zap_fn_t)coll_zap_iscatter, SLOT(scatter),
-                          SLOT(iscatter), PREV(scatter), PREV(iscatter), "1m", "0", true},
+                          SLOT(iscatter), PREV(scatter), PREV(iscatter), "4k", "0", true},
     /* No size window: only the root knows the counts. */
     [COLL_ZAP_SCATTERV] = {"scatterv", NULL, (coll_zap_fn_t)coll_zap_scatterv, (coll_zap_fn_t)coll_zap_iscatterv,
                            SLOT(scatterv), SLOT(iscatterv), PREV(scatterv), PREV(iscatterv), "0", "0", false},
     [COLL_ZAP_BARRIER] = {"barrier", NULL, (coll_zap_fn_t)coll_zap_barrier, (coll_zap_fn_t)coll_zap_ibarrier,
                           SLOT(barrier), SLOT(ibarrier), PREV(barrier), PREV(ibarrier), "0", "0", false},
     [COLL_ZAP_REDUCE] = {"reduce", "bytes of the vector (count x type size)", (coll_zap_fn_t)coll_zap_reduce,
-                         (coll_zap_fn_t)coll_zap_ireduce, SLOT(reduce), SLOT(ireduce), PREV(reduce), PREV(ireduce), "0",
-                         "0", true},
+                         (coll_zap_fn_t)coll_zap_ireduce, SLOT(reduce), SLOT(ireduce), PREV(reduce), PREV(ireduce),
+                         "2:512,16:4k", "2:32k,4:0", true},
     [COLL_ZAP_REDUCE_SCATTER] = {"reduce_scatter", "bytes of the whole vector divided by the number of ranks",
                                  (coll_zap_fn_t)coll_zap_reduce_scatter, (coll_zap_fn_t)coll_zap_ireduce_scatter,
                                  SLOT(reduce_scatter), SLOT(ireduce_scatter), PREV(reduce_scatter),
@@ -66,22 +69,23 @@ const coll_zap_route_t coll_zap_routes[COLL_ZAP_NCOLLS] = {
                                        SLOT(ireduce_scatter_block), PREV(reduce_scatter_block),
                                        PREV(ireduce_scatter_block), "0", "0", true},
     [COLL_ZAP_GATHER] = {"gather", "bytes of one rank's block", (coll_zap_fn_t)coll_zap_gather,
-                         (coll_zap_fn_t)coll_zap_igather, SLOT(gather), SLOT(igather), PREV(gather), PREV(igather), "0",
-                         "0", true},
+                         (coll_zap_fn_t)coll_zap_igather, SLOT(gather), SLOT(igather), PREV(gather), PREV(igather),
+                         "4k", "0", true},
     /* No size window: only the root knows the counts. */
     [COLL_ZAP_GATHERV] = {"gatherv", NULL, (coll_zap_fn_t)coll_zap_gatherv, (coll_zap_fn_t)coll_zap_igatherv,
                           SLOT(gatherv), SLOT(igatherv), PREV(gatherv), PREV(igatherv), "0", "0", true},
     [COLL_ZAP_ALLTOALL] = {"alltoall", "bytes of one block (sendcount x sendtype size)",
                            (coll_zap_fn_t)coll_zap_alltoall, (coll_zap_fn_t)coll_zap_ialltoall, SLOT(alltoall),
-                           SLOT(ialltoall), PREV(alltoall), PREV(ialltoall), "0", "0", true},
+                           SLOT(ialltoall), PREV(alltoall), PREV(ialltoall), "2:4k,4:0", "0", true},
     /* No size window: the counts differ across ranks. */
     [COLL_ZAP_ALLTOALLV] = {"alltoallv", NULL, (coll_zap_fn_t)coll_zap_alltoallv, (coll_zap_fn_t)coll_zap_ialltoallv,
                             SLOT(alltoallv), SLOT(ialltoallv), PREV(alltoallv), PREV(ialltoallv), "0", "0", true},
     [COLL_ZAP_SCAN] = {"scan", "bytes of the vector (count x type size)", (coll_zap_fn_t)coll_zap_scan,
-                       (coll_zap_fn_t)coll_zap_iscan, SLOT(scan), SLOT(iscan), PREV(scan), PREV(iscan), "0", "0", true},
+                       (coll_zap_fn_t)coll_zap_iscan, SLOT(scan), SLOT(iscan), PREV(scan), PREV(iscan), "2:64k,4:64m",
+                       "0", true},
     [COLL_ZAP_EXSCAN] = {"exscan", "bytes of the vector (count x type size)", (coll_zap_fn_t)coll_zap_exscan,
                          (coll_zap_fn_t)coll_zap_iexscan, SLOT(exscan), SLOT(iexscan), PREV(exscan), PREV(iexscan),
-                         "0", "0", true},
+                         "2:64k,4:64m", "0", true},
 };
 
 static const char *const why_names[COLL_ZAP_NWHY] = {"zap", "off", "size", "type_op", "stopped"};

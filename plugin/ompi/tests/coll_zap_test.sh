@@ -46,6 +46,8 @@ ON="$LOAD --mca coll_zap_priority 40 --mca coll_zap_stats 1"
 # goes to zap (the routing checks; the defaults decline small calls).
 OPEN="--mca coll_zap_allreduce_min_bytes 0 --mca coll_zap_bcast_min_bytes 0 --mca coll_zap_allgather_min_bytes 0
       --mca coll_zap_allgatherv_min_bytes 0 --mca coll_zap_scatter_min_bytes 0 --mca coll_zap_scatterv 1
+      --mca coll_zap_reduce_min_bytes 0 --mca coll_zap_reduce_max_bytes 0 --mca coll_zap_gather_min_bytes 0
+      --mca coll_zap_alltoall_min_bytes 0 --mca coll_zap_scan_min_bytes 0 --mca coll_zap_exscan_min_bytes 0
       --mca coll_zap_barrier 1"
 # Open MPI's own traffic as the project's MPI tests run it.
 BASE="--oversubscribe --bind-to none --mca pml ob1 --mca btl self,vader,tcp --mca btl_vader_single_copy_mechanism none"

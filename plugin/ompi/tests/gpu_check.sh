@@ -61,7 +61,8 @@ check errors_reach_the_communicator_handler 2
 check peer_exit_errors 3
 if [ -x "$dir/zap-perf" ] && [ "${ZAP_PERF:-1}" != 0 ]; then
     open="--mca coll_zap_allreduce_min_bytes 0 --mca coll_zap_bcast_min_bytes 0 --mca coll_zap_allgather_min_bytes 0
-          --mca coll_zap_scatter_min_bytes 0 --mca coll_zap_barrier 1"
+          --mca coll_zap_scatter_min_bytes 0 --mca coll_zap_reduce_min_bytes 0 --mca coll_zap_reduce_max_bytes 0
+          --mca coll_zap_alltoall_min_bytes 0 --mca coll_zap_barrier 1"
     for np in $nps; do
         echo "== zap-perf mpi, $np ranks, windows open (log: $logs/perf.np$np.txt)"
         OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 600 "$ZAP_TEST_MPIEXEC" -np "$np" \
