@@ -636,6 +636,57 @@ TEST_F(CollMpi, SlotsOnlyBroadcastAboveASlotStaysOutOfTheSlots)
         }
 }
 
+// A broadcast larger than the large area goes round it as a ring of chunks
+// (bcast_shm.c): a 256 KiB area holds two 128 KiB chunks, so these messages
+// wrap up to 25 times, from every root, between allreduces that share the
+// area; then several outstanding at once, waited in reverse order.
+TEST_F(CollMpi, BroadcastLargerThanTheAreaGoesRoundIt)
+{
+    int rank = MpiRank(), size = MpiSize();
+    Params small;
+    small.shm_large_bytes = 256 << 10;
+    small.bcast_alg = "shm";
+    Comm c(t_, small);
+    ASSERT_TRUE(shared_memory(c));
+    ASSERT_EQ(shared_memory_bytes(c), (size_t)256 << 10);
+    std::vector<int64_t> ain(40000, rank + 1), aout(40000);
+    for (int root = 0; root < size; root++)
+        for (size_t bytes : {(size_t)200 << 10, ((size_t)256 << 10) + 1, ((size_t)1 << 20) + 17, (size_t)3 << 20}) {
+            std::vector<uint8_t> b(bytes, 0xee);
+            if (rank == root)
+                for (size_t i = 0; i < bytes; i++)
+                    b[i] = (uint8_t)mix(bytes * 5 + i + (size_t)root);
+            ASSERT_EQ(zap_bcast(c, b.data(), bytes, ZAP_DT_UINT8, root), ZAP_OK) << bytes;
+            size_t wrong = 0;
+            for (size_t i = 0; i < bytes; i++)
+                wrong += b[i] != (uint8_t)mix(bytes * 5 + i + (size_t)root);
+            ASSERT_EQ(wrong, 0u) << "root " << root << " bytes " << bytes;
+            ASSERT_EQ(zap_allreduce(c, ain.data(), aout.data(), ain.size(), ZAP_DT_INT64, ZAP_OP_SUM), ZAP_OK);
+            ASSERT_EQ(aout[39999], (int64_t)size * (size + 1) / 2);
+        }
+    const int n = 5;
+    const size_t bytes = ((size_t)1 << 20) + 333;
+    std::vector<std::vector<uint8_t>> bufs(n, std::vector<uint8_t>(bytes, 0xee));
+    std::vector<zap_request_t *> req(n, nullptr);
+    for (int i = 0; i < n; i++) {
+        int root = i % size;
+        if (rank == root)
+            for (size_t j = 0; j < bytes; j++)
+                bufs[i][j] = (uint8_t)mix(j * 3 + (size_t)i);
+        ASSERT_EQ(zap_ibcast(c, bufs[i].data(), bytes, ZAP_DT_UINT8, root, &req[i]), ZAP_OK);
+    }
+    for (int i = n - 1; i >= 0; i--) {
+        ASSERT_EQ(zap_request_wait(req[i]), ZAP_OK) << i;
+        zap_request_free(req[i]);
+    }
+    for (int i = 0; i < n; i++) {
+        size_t wrong = 0;
+        for (size_t j = 0; j < bytes; j++)
+            wrong += bufs[i][j] != (uint8_t)mix(j * 3 + (size_t)i);
+        EXPECT_EQ(wrong, 0u) << "outstanding " << i;
+    }
+}
+
 // Many small allreduces outstanding at once: their exchanges go through the
 // two banks of slots in post order whatever order they are waited in; then a
 // request freed before completion does not break the communicator.

@@ -44,7 +44,7 @@ static const zap_coll_alg_t algs[ZAP_BC_NALGS] = {
                    .init = zap_bcast_rd_init, .agrees_in_data = SIZE_MAX, .by_name = true},
     [ZAP_BC_SHM] = {.name = "shm",
                     .description = "the root's data through the shared-memory segment, one copy in and one out",
-                    .init = zap_bcast_shm_init, .require = ZAP_COLL_PRED_SAME_HOST | ZAP_COLL_PRED_FITS_SHM,
+                    .init = zap_bcast_shm_init, .require = ZAP_COLL_PRED_SAME_HOST,
                     .agrees_in_data = ZAP_COLL_SHM_MAX_BYTES, .by_name = true},
     [ZAP_BC_HIER] = {.name = "hier",
                      .description = "through the hosts' hierarchy: across the hosts once, then inside each host",
