@@ -22,7 +22,7 @@
 #   scripts/cluster-bench.sh [--bin DIR] [--clusters 2x4,4x2] [--rates 1gbit,5gbit]
 #       [--ops allreduce,bcast] [--sizes 8,64,...,64M] [--max-slow SIZE] [--reps N]
 #       [--max-iters N] [--verify N] [--no-flat] [--no-han] [--pin|--no-pin]
-#       [--deadline SECONDS] [--out DIR] [--summarize]
+#       [--deadline SECONDS] [--out DIR] [--summarize] [--zap-env VAR=VALUE]...
 #
 # --bin: the folder holding zap-perf and zap-verify (default: this tree's
 # build/tools/...); a lib/ beside them goes on LD_LIBRARY_PATH (libsodium for
@@ -36,6 +36,9 @@
 # largest cluster has ranks; otherwise ranks are oversubscribed, and the
 # summary says so).
 #
+# --zap-env exports a zap setting (ZAP_COLL_PIPELINE_BYTES=65536, ...) to
+# every rank of the zap runs (repeatable), to compare settings on one cluster.
+#
 # Needs root (namespaces, tc), iproute2, util-linux (unshare, taskset), Open
 # MPI's mpirun. Prints a SKIP line for everything it cannot do and why.
 # Exit 0 when it measured something, 77 when it could not start at all.
@@ -47,6 +50,7 @@ T0=$(date +%s)
 bin="" clusters="2x4" rates="1gbit,5gbit" ops="allreduce,bcast"
 sizes="8,64,512,4K,32K,256K,1M,4M,16M,64M" max_slow="16M" reps=3 max_iters=""
 verify_items=400000 flat=1 han=1 pin="" deadline=450 out="" summary_only=0
+zenv=()
 while [ $# -gt 0 ]; do
     case "$1" in
     --bin) bin=$2; shift ;;
@@ -58,6 +62,7 @@ while [ $# -gt 0 ]; do
     --reps) reps=$2; shift ;;
     --max-iters) max_iters=$2; shift ;;
     --verify) verify_items=$2; shift ;;
+    --zap-env) export "${2?}"; zenv+=(-x "${2%%=*}"); shift ;;
     --no-flat) flat=0 ;;
     --no-han) han=0 ;;
     --pin) pin=1 ;;
@@ -253,7 +258,7 @@ for cluster in ${clusters//,/ }; do
         iters=()
         [ -n "$max_iters" ] && iters=(--max-iters "$max_iters")
         if [ "$(left)" -gt 60 ]; then
-            coll_run "coll_$tag" "$np" "$(($(left) - 20))" -- "$perf" coll --op "$ops" --sizes "$sz" --reps "$reps" \
+            coll_run "coll_$tag" "$np" "$(($(left) - 20))" "${zenv[@]}" -- "$perf" coll --op "$ops" --sizes "$sz" --reps "$reps" \
                 "${iters[@]}" --csv "$out/coll_$tag.csv" && measured=1
         else
             skip "zap and Open MPI default on $cluster at $rate: past the deadline"
