@@ -178,9 +178,8 @@ static void combine_slots(zap_coll_op_t *op, zap_coll_shm_t *s)
     words_to_hdr(mine->words, &own);
     *ag->acc = own;
     bool lone = one_way_kind(mine->words[ZAP_HDR_LANES]);
-    for (int q = 0; q < s->size; q++) {
-        if (!((ag->shm_need >> q) & 1))
-            continue;
+    for (uint64_t m = ag->shm_need; m != 0; m &= m - 1) {
+        int q = __builtin_ctzll(m);
         const zap_coll_shm_slot_t *in = zap_coll_shm_slot(s, ag->shm_seq, q);
         words_to_hdr(in->words, &h);
         zap_coll_agree_merge(ag->acc, &h);
@@ -260,10 +259,12 @@ zap_status_t zap_coll_agree_shm_progress(zap_coll_op_t *op)
         ag->shm_wait = (zap_coll_shm_wait_t){zap_coll_shm_all_ranks(s) & ~ag->shm_need, 0, 0};
         ag->state = ZAP_AGREE_STEP_WAIT;
     }
-    st = zap_coll_shm_gather(op, &zap_coll_shm_slot(s, ag->shm_seq, 0)->seq, ZAP_COLL_SHM_SLOT_BYTES, ag->shm_seq,
-                             false, &ag->shm_wait);
-    if (st != ZAP_OK)
-        return st;
+    if (ag->shm_need != 0) { /* a one-way writer with nothing to read skips the wait */
+        st = zap_coll_shm_gather(op, &zap_coll_shm_slot(s, ag->shm_seq, 0)->seq, ZAP_COLL_SHM_SLOT_BYTES,
+                                 ag->shm_seq, false, &ag->shm_wait);
+        if (st != ZAP_OK)
+            return st;
+    }
     combine_slots(op, s);
     s->done = ag->shm_seq;
     ag->state = ZAP_AGREE_DONE;
