@@ -688,7 +688,7 @@ TEST_F(CollMpi, BroadcastLargerThanTheAreaGoesRoundIt)
 }
 
 // Many small allreduces outstanding at once: their exchanges go through the
-// two banks of slots in post order whatever order they are waited in; then a
+// banks of slots in post order whatever order they are waited in; then a
 // request freed before completion does not break the communicator.
 TEST_F(CollMpi, SharedMemoryManyOutstandingAndFreedEarly)
 {
