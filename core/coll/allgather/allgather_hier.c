@@ -43,10 +43,7 @@ static void release(zap_coll_op_t *op)
     ag_hier_t *s = (ag_hier_t *)op->alg_state;
     zap_coll_hier_abandon(s->req);
     s->req = NULL;
-    if (s->ticketed) {
-        zap_coll_hier_done(op->comm, s->ticket);
-        s->ticketed = false;
-    }
+    zap_coll_hier_give_back(op->comm, s->ticket, &s->ticketed);
 }
 
 /* Packs (to_pack) or unpacks host g's blocks between the packs and recvbuf. */
@@ -65,17 +62,6 @@ static void move_host(zap_coll_op_t *op, ag_hier_t *s, int g, bool to_pack)
             zap_coll_copy(op, at, pack, bytes);
         pack += bytes;
     }
-}
-
-static zap_status_t wait_req(zap_comm_t *comm, ag_hier_t *s)
-{
-    int done = 0;
-    zap_status_t st = zap_request_test(s->req, &done);
-    if (!done && st == ZAP_OK)
-        return ZAP_INPROGRESS;
-    zap_request_free(s->req);
-    s->req = NULL;
-    return zap_coll_hier_stage_failed(comm, st);
 }
 
 static zap_status_t progress(zap_coll_op_t *op)
@@ -103,7 +89,7 @@ static zap_status_t progress(zap_coll_op_t *op)
             s->state = AH_NODE_WAIT;
             break;
         case AH_NODE_WAIT:
-            if (s->req != NULL && (st = wait_req(op->comm, s)) != ZAP_OK)
+            if ((st = zap_coll_hier_stage_test(op->comm, &s->req)) != ZAP_OK)
                 return st;
             if (h->local == 0) {
                 move_host(op, s, h->host, true);
@@ -114,20 +100,19 @@ static zap_status_t progress(zap_coll_op_t *op)
             s->state = AH_ACROSS_WAIT;
             break;
         case AH_ACROSS_WAIT:
-            if (s->req != NULL && (st = wait_req(op->comm, s)) != ZAP_OK)
+            if ((st = zap_coll_hier_stage_test(op->comm, &s->req)) != ZAP_OK)
                 return st;
             if (h->node != NULL && (st = zap_ibcast(h->node, s->packs, s->total, a->dt, 0, &s->req)) != ZAP_OK)
                 return st;
             s->state = AH_DOWN_WAIT;
             break;
         case AH_DOWN_WAIT:
-            if (s->req != NULL && (st = wait_req(op->comm, s)) != ZAP_OK)
+            if ((st = zap_coll_hier_stage_test(op->comm, &s->req)) != ZAP_OK)
                 return st;
             for (int g = 0; g < t->nhosts; g++)
                 if (g != h->host)
                     move_host(op, s, g, false);
-            zap_coll_hier_done(op->comm, s->ticket);
-            s->ticketed = false;
+            zap_coll_hier_give_back(op->comm, s->ticket, &s->ticketed);
             s->state = AH_DONE;
             return ZAP_OK;
         case AH_DONE:

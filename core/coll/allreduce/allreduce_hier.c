@@ -59,20 +59,6 @@ static size_t chunk_len(const hier_ar_t *s, size_t count, int t)
     return count - off < s->chunk ? count - off : s->chunk;
 }
 
-/* Tests *req; on completion frees it and returns its status. */
-static zap_status_t sub_test(zap_comm_t *comm, zap_request_t **req)
-{
-    if (*req == NULL)
-        return ZAP_OK;
-    int done = 0;
-    zap_status_t st = zap_request_test(*req, &done);
-    if (!done && st == ZAP_OK)
-        return ZAP_INPROGRESS;
-    zap_request_free(*req);
-    *req = NULL;
-    return zap_coll_hier_stage_failed(comm, st);
-}
-
 static void release(zap_coll_op_t *op)
 {
     hier_ar_t *s = (hier_ar_t *)op->alg_state;
@@ -82,10 +68,7 @@ static void release(zap_coll_op_t *op)
         zap_coll_hier_abandon(s->c[i]);
         s->a[i] = s->b[i] = s->c[i] = NULL;
     }
-    if (s->ticketed) {
-        zap_coll_hier_done(op->comm, s->ticket);
-        s->ticketed = false;
-    }
+    zap_coll_hier_give_back(op->comm, s->ticket, &s->ticketed);
 }
 
 static zap_status_t post_a(zap_coll_op_t *op, hier_ar_t *s, int t)
@@ -146,7 +129,7 @@ static zap_status_t progress_large(zap_coll_op_t *op)
         case 0:
             if (t >= K + 2) {
                 for (int i = 0; i < 2; i++)
-                    if ((st = sub_test(op->comm, &s->c[i])) != ZAP_OK)
+                    if ((st = zap_coll_hier_stage_test(op->comm, &s->c[i])) != ZAP_OK)
                         return st;
                 return ZAP_OK;
             }
@@ -156,7 +139,7 @@ static zap_status_t progress_large(zap_coll_op_t *op)
             break;
         case 1:
             if (t >= 1 && t <= K) {
-                if ((st = sub_test(op->comm, &s->a[(t - 1) % 2])) != ZAP_OK)
+                if ((st = zap_coll_hier_stage_test(op->comm, &s->a[(t - 1) % 2])) != ZAP_OK)
                     return st;
                 if ((st = post_b(op, s, t - 1)) != ZAP_OK)
                     return st;
@@ -165,9 +148,9 @@ static zap_status_t progress_large(zap_coll_op_t *op)
             break;
         default:
             if (t >= 2) {
-                if ((st = sub_test(op->comm, &s->b[(t - 2) % 2])) != ZAP_OK)
+                if ((st = zap_coll_hier_stage_test(op->comm, &s->b[(t - 2) % 2])) != ZAP_OK)
                     return st;
-                if ((st = sub_test(op->comm, &s->c[(t - 2) % 2])) != ZAP_OK)
+                if ((st = zap_coll_hier_stage_test(op->comm, &s->c[(t - 2) % 2])) != ZAP_OK)
                     return st;
                 if ((st = post_c(op, s, t - 2)) != ZAP_OK)
                     return st;

@@ -38,19 +38,6 @@ typedef struct hier_bc {
 } hier_bc_t;
 _Static_assert(sizeof(hier_bc_t) <= ZAP_COLL_ALG_STATE_BYTES, "state too large");
 
-static zap_status_t sub_test(zap_comm_t *comm, zap_request_t **req)
-{
-    if (*req == NULL)
-        return ZAP_OK;
-    int done = 0;
-    zap_status_t st = zap_request_test(*req, &done);
-    if (!done && st == ZAP_OK)
-        return ZAP_INPROGRESS;
-    zap_request_free(*req);
-    *req = NULL;
-    return zap_coll_hier_stage_failed(comm, st);
-}
-
 static void release(zap_coll_op_t *op)
 {
     hier_bc_t *s = (hier_bc_t *)op->alg_state;
@@ -59,10 +46,7 @@ static void release(zap_coll_op_t *op)
         zap_coll_hier_abandon(s->second[i]);
         s->first[i] = s->second[i] = NULL;
     }
-    if (s->ticketed) {
-        zap_coll_hier_done(op->comm, s->ticket);
-        s->ticketed = false;
-    }
+    zap_coll_hier_give_back(op->comm, s->ticket, &s->ticketed);
 }
 
 static size_t chunk_len(const hier_bc_t *s, size_t count, int t)
@@ -149,7 +133,7 @@ static zap_status_t progress_large(zap_coll_op_t *op)
             break;
         case 1:
             if (!independent && t >= 1 && t <= K && then != NONE) {
-                if ((st = sub_test(op->comm, &s->first[(t - 1) % WINDOW])) != ZAP_OK)
+                if ((st = zap_coll_hier_stage_test(op->comm, &s->first[(t - 1) % WINDOW])) != ZAP_OK)
                     return st;
                 if ((st = post(op, s, then, t - 1, &s->second[(t - 1) % WINDOW])) != ZAP_OK)
                     return st;
@@ -158,9 +142,9 @@ static zap_status_t progress_large(zap_coll_op_t *op)
             break;
         default:
             if (t >= 2) {
-                if ((st = sub_test(op->comm, &s->first[(t - 2) % WINDOW])) != ZAP_OK)
+                if ((st = zap_coll_hier_stage_test(op->comm, &s->first[(t - 2) % WINDOW])) != ZAP_OK)
                     return st;
-                if ((st = sub_test(op->comm, &s->second[(t - 2) % WINDOW])) != ZAP_OK)
+                if ((st = zap_coll_hier_stage_test(op->comm, &s->second[(t - 2) % WINDOW])) != ZAP_OK)
                     return st;
             }
             s->t++;

@@ -55,10 +55,7 @@ static void release(zap_coll_op_t *op)
     ga_hier_t *s = (ga_hier_t *)op->alg_state;
     zap_coll_hier_abandon(s->req);
     s->req = NULL;
-    if (s->ticketed) {
-        zap_coll_hier_done(op->comm, s->ticket);
-        s->ticketed = false;
-    }
+    zap_coll_hier_give_back(op->comm, s->ticket, &s->ticketed);
 }
 
 /* Bytes of host g's message: its counts, then its blocks (the root's view). */
@@ -78,19 +75,12 @@ static char *blocks_of(uint64_t *msg, int nranks) { return (char *)(msg + nranks
  * verdict (a count another rank disagrees with), else the stage's failure. */
 static zap_status_t node_test(zap_comm_t *comm, ga_hier_t *s)
 {
-    if (s->req == NULL)
-        return ZAP_OK;
-    int done = 0;
-    zap_status_t st = zap_request_test(s->req, &done);
-    if (!done && st == ZAP_OK)
-        return ZAP_INPROGRESS;
-    zap_request_free(s->req);
-    s->req = NULL;
+    zap_status_t st = zap_coll_hier_stage_test(comm, &s->req);
     if (st == ZAP_ERR_MISMATCH || st == ZAP_ERR_INVALID_PARAM) {
         s->node_st = st;
         return ZAP_OK;
     }
-    return zap_coll_hier_stage_failed(comm, st);
+    return st;
 }
 
 /* A leader off the root's host: the node gatherv of its ranks' blocks
@@ -215,8 +205,7 @@ static zap_status_t progress(zap_coll_op_t *op)
         case GH_NODE_WAIT:
             if ((st = node_test(comm, s)) != ZAP_OK)
                 return st;
-            zap_coll_hier_done(comm, s->ticket); /* done with the node's communicator */
-            s->ticketed = false;
+            zap_coll_hier_give_back(comm, s->ticket, &s->ticketed); /* done with the node's communicator */
             if (rank == a->root) {
                 s->next_host = 0;
                 s->state = GH_ROOT_POST;

@@ -148,6 +148,19 @@ zap_status_t zap_coll_hier_stage_failed(zap_comm_t *comm, zap_status_t st)
     return st;
 }
 
+zap_status_t zap_coll_hier_stage_test(zap_comm_t *comm, zap_request_t **req)
+{
+    if (*req == NULL)
+        return ZAP_OK;
+    int done = 0;
+    zap_status_t st = zap_request_test(*req, &done);
+    if (!done && st == ZAP_OK)
+        return ZAP_INPROGRESS;
+    zap_request_free(*req);
+    *req = NULL;
+    return zap_coll_hier_stage_failed(comm, st);
+}
+
 void zap_coll_hier_abandon(zap_request_t *req)
 {
     if (req == NULL)

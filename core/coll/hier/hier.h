@@ -87,6 +87,20 @@ void zap_coll_hier_abandon(zap_request_t *req);
  * look for a notice and log the rank that failed first. Returns st. */
 zap_status_t zap_coll_hier_stage_failed(zap_comm_t *comm, zap_status_t st);
 
+/* Tests a stage's request *req (NULL: none, ZAP_OK): ZAP_INPROGRESS while
+ * pending; once done frees it, sets *req to NULL and returns its status
+ * through zap_coll_hier_stage_failed. */
+zap_status_t zap_coll_hier_stage_test(zap_comm_t *comm, zap_request_t **req);
+
+/* Gives back an operation's turn if it still holds it (*held), once. */
+static inline void zap_coll_hier_give_back(zap_comm_t *comm, uint64_t ticket, bool *held)
+{
+    if (*held) {
+        zap_coll_hier_done(comm, ticket);
+        *held = false;
+    }
+}
+
 /* Destroys what zap_coll_hier_layered and zap_coll_hier_children made. */
 void zap_coll_hier_free(zap_comm_t *comm);
 

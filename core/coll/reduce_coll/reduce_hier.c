@@ -54,32 +54,7 @@ static void release(zap_coll_op_t *op)
     reduce_hier_t *s = (reduce_hier_t *)op->alg_state;
     zap_coll_hier_abandon(s->req);
     s->req = NULL;
-    if (s->ticketed) {
-        zap_coll_hier_done(op->comm, s->ticket);
-        s->ticketed = false;
-    }
-}
-
-/* Tests the stage's request; on completion frees it and returns its status. */
-static zap_status_t stage_test(zap_comm_t *comm, reduce_hier_t *s)
-{
-    if (s->req == NULL)
-        return ZAP_OK;
-    int done = 0;
-    zap_status_t st = zap_request_test(s->req, &done);
-    if (!done && st == ZAP_OK)
-        return ZAP_INPROGRESS;
-    zap_request_free(s->req);
-    s->req = NULL;
-    return zap_coll_hier_stage_failed(comm, st);
-}
-
-static void turn_done(zap_coll_op_t *op, reduce_hier_t *s)
-{
-    if (s->ticketed) {
-        zap_coll_hier_done(op->comm, s->ticket);
-        s->ticketed = false;
-    }
+    zap_coll_hier_give_back(op->comm, s->ticket, &s->ticketed);
 }
 
 static zap_status_t progress(zap_coll_op_t *op)
@@ -110,7 +85,7 @@ static zap_status_t progress(zap_coll_op_t *op)
             s->state = RH_NODE_WAIT;
             break;
         case RH_NODE_WAIT:
-            if ((st = stage_test(comm, s)) != ZAP_OK)
+            if ((st = zap_coll_hier_stage_test(comm, &s->req)) != ZAP_OK)
                 return st;
             if (leader) {
                 /* The root's host's leader receives in place: into the root's
@@ -128,9 +103,9 @@ static zap_status_t progress(zap_coll_op_t *op)
             s->state = RH_ACROSS_WAIT;
             break;
         case RH_ACROSS_WAIT:
-            if ((st = stage_test(comm, s)) != ZAP_OK)
+            if ((st = zap_coll_hier_stage_test(comm, &s->req)) != ZAP_OK)
                 return st;
-            turn_done(op, s);
+            zap_coll_hier_give_back(comm, s->ticket, &s->ticketed);
             if (h->host == root_host && a->root != h->leader) {
                 st = ZAP_OK;
                 if (leader)

@@ -55,23 +55,7 @@ static void release(zap_coll_op_t *op)
     rs_hier_t *s = (rs_hier_t *)op->alg_state;
     zap_coll_hier_abandon(s->req);
     s->req = NULL;
-    if (s->ticketed) {
-        zap_coll_hier_done(op->comm, s->ticket);
-        s->ticketed = false;
-    }
-}
-
-static zap_status_t stage_test(zap_comm_t *comm, rs_hier_t *s)
-{
-    if (s->req == NULL)
-        return ZAP_OK;
-    int done = 0;
-    zap_status_t st = zap_request_test(s->req, &done);
-    if (!done && st == ZAP_OK)
-        return ZAP_INPROGRESS;
-    zap_request_free(s->req);
-    s->req = NULL;
-    return zap_coll_hier_stage_failed(comm, st);
+    zap_coll_hier_give_back(op->comm, s->ticket, &s->ticketed);
 }
 
 /* The host sum into the packs: host by host, each host's ranks' parts in
@@ -113,7 +97,7 @@ static zap_status_t progress(zap_coll_op_t *op)
             s->state = RSH_NODE_WAIT;
             break;
         case RSH_NODE_WAIT:
-            if ((st = stage_test(comm, s)) != ZAP_OK)
+            if ((st = zap_coll_hier_stage_test(comm, &s->req)) != ZAP_OK)
                 return st;
             if (leader) {
                 pack(op, s);
@@ -124,7 +108,7 @@ static zap_status_t progress(zap_coll_op_t *op)
             s->state = RSH_ACROSS_WAIT;
             break;
         case RSH_ACROSS_WAIT: {
-            if ((st = stage_test(comm, s)) != ZAP_OK)
+            if ((st = zap_coll_hier_stage_test(comm, &s->req)) != ZAP_OK)
                 return st;
             size_t mine = zap_rs_count(a, comm->rank);
             if (h->node == NULL)
@@ -136,10 +120,9 @@ static zap_status_t progress(zap_coll_op_t *op)
             break;
         }
         case RSH_DOWN_WAIT:
-            if ((st = stage_test(comm, s)) != ZAP_OK)
+            if ((st = zap_coll_hier_stage_test(comm, &s->req)) != ZAP_OK)
                 return st;
-            zap_coll_hier_done(comm, s->ticket);
-            s->ticketed = false;
+            zap_coll_hier_give_back(comm, s->ticket, &s->ticketed);
             return ZAP_OK;
         }
     }

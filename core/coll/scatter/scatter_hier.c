@@ -56,10 +56,7 @@ static void release(zap_coll_op_t *op)
     scv_hier_t *s = (scv_hier_t *)op->alg_state;
     zap_coll_hier_abandon(s->node);
     s->node = NULL;
-    if (s->ticketed) {
-        zap_coll_hier_done(op->comm, s->ticket);
-        s->ticketed = false;
-    }
+    zap_coll_hier_give_back(op->comm, s->ticket, &s->ticketed);
 }
 
 /* Host g's counts into counts and, when out is not NULL, its parts packed
@@ -170,8 +167,7 @@ static zap_status_t progress(zap_coll_op_t *op)
                 } else if (source) {
                     zap_coll_copy(op, a->dst, from + s->ndispls[0] * s->esize, s->ncounts[0] * s->esize);
                 }
-                zap_coll_hier_done(comm, s->ticket);
-                s->ticketed = false;
+                zap_coll_hier_give_back(comm, s->ticket, &s->ticketed);
                 s->state = SH_STATUS;
                 break;
             }
@@ -189,8 +185,7 @@ static zap_status_t progress(zap_coll_op_t *op)
                 return ZAP_INPROGRESS;
             zap_request_free(s->node);
             s->node = NULL;
-            zap_coll_hier_done(comm, s->ticket); /* done with the node's communicator */
-            s->ticketed = false;
+            zap_coll_hier_give_back(comm, s->ticket, &s->ticketed); /* done with the node's communicator */
             if (st != ZAP_OK && st != ZAP_ERR_MISMATCH && st != ZAP_ERR_INVALID_PARAM)
                 return zap_coll_hier_stage_failed(comm, st);
             s->node_st = st;
