@@ -114,8 +114,6 @@ zap_status_t zap_coll_agree_shm_setup(zap_coll_op_t *op, bool reserved)
         ag->shm_seq = ++s->next;
     ag->shm_wait = (zap_coll_shm_wait_t){0, 0, 0};
     ag->shm_need = zap_coll_shm_all_ranks(s) & ~(UINT64_C(1) << s->rank);
-    ag->shm_lone = false;
-    ag->shm_chain_bad = -1;
     return ZAP_OK;
 }
 

@@ -224,7 +224,8 @@ int zap_coll_shm_first_missing(const zap_coll_op_t *op);
  * error or a timeout ended it, or it was freed and could not be drained):
  * the communicator's later exchanges fail with ZAP_ERR_CANCELED instead of
  * waiting on an order that can no longer hold. An operation whose exchange
- * completed publishes this rank's done line (its form has read the slots). */
+ * in gather mode completed publishes this rank's done line (its form has
+ * read the slots; other modes publish it as the exchange completes). */
 void zap_coll_shm_settle(zap_coll_op_t *op);
 /* What the large forms do first, once the arguments agreed: take op's large
  * exchange number (agreements complete in post order on every rank, and a

@@ -64,8 +64,8 @@ void zap_coll_shm_settle(zap_coll_op_t *op)
         return;
     if (op->agree.shm && op->agree.shm_seq > s->done)
         s->abandoned = true;
-    else if (op->agree.shm && op->agree.shm_seq == s->done) /* its slots are read: writers may reuse them */
-        atomic_store_explicit(zap_coll_shm_done_line(s, s->rank), s->done, memory_order_release);
+    else if (op->agree.shm && op->agree.root == ZAP_COLL_AGREE_GATHER && op->agree.shm_seq == s->done)
+        atomic_store_explicit(zap_coll_shm_done_line(s, s->rank), s->done, memory_order_release); /* read through */
     /* The same for its large exchange, whichever form took it. */
     if (op->shm_big_seq != 0 && op->shm_big_seq > s->big_done)
         s->big_abandoned = true;
