@@ -26,10 +26,10 @@
 #define PREV(f) offsetof(mca_coll_base_comm_coll_t, coll_##f), offsetof(mca_coll_base_comm_coll_t, coll_##f##_module)
 
 /* The default windows: from zap-perf mpi with every window open, on the
- * dev machine (2 and 4 ranks) and the H200 host (2, 8 and 16 ranks), the
- * smallest size from which the component's streaming time was at least
- * Open MPI's on both (docs/mpi.md, "Defaults", says where a machine still
- * differs). A window is one range per rank count, so a dip inside it stays;
+ * dev machine (2 and 4 ranks) and the H200 host (2, 8 and 16 ranks): each
+ * window starts where the small sizes at which Open MPI was faster on
+ * either machine end (docs/mpi.md, "Defaults", lists larger sizes where it
+ * still is). A window is one range per rank count, so a dip inside it stays;
  * reduce's maximum on 2 and 3 ranks declines the large calls where Open
  * MPI's reduce won. Collectives not timed through the component (gather,
  * scan, exscan) take the windows zap-perf coll's figures give. */
