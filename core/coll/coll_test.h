@@ -21,5 +21,8 @@ zap_status_t zap_coll_test_force(zap_comm_t *comm, const char *collective, const
  * (or waiting for its communicator's setup): for the suites that make a rank
  * fail between the agreement and the data. */
 int zap_coll_test_agreeing(const zap_request_t *req);
+/* How many blocking calls on comm ran in the fast form, without an
+ * operation (engine/fast.h): for the suites that check it is taken. */
+unsigned long long zap_coll_test_fast_calls(const zap_comm_t *comm);
 ZAP_END_DECLS
 #endif

@@ -128,6 +128,7 @@ struct zap_comm {
         zap_buf_t buf;
         zap_pool_t *pool;
     } keep[ZAP_COLL_KEEP];
+    uint64_t fast_calls; /* blocking calls that ran without an operation (engine/fast.c) */
     uint32_t child_ctx; /* zap's ids for the hierarchy's communicators (this and the next), 0: none agreed yet */
 };
 

@@ -298,4 +298,83 @@ TEST_F(Oneway, GatherRootFindsAContributorsMismatch)
     expect_revoked_next();
 }
 
+// The fast form (engine/fast.h): a small blocking call with nothing else in
+// flight runs its exchange without an operation. A broadcast's root never
+// waits for its readers, so every one of its calls takes it; the results
+// stay right whichever form each rank takes.
+TEST_F(Oneway, SmallBlockingCallsTakeTheFastForm)
+{
+    int rank = MpiRank(), size = MpiSize();
+    sum_ok(1);
+    unsigned long long before = zap_coll_test_fast_calls(comm_);
+    const int n = 64;
+    for (int i = 0; i < n; i++) {
+        int64_t v[2] = {rank == 0 ? i : -1, rank == 0 ? 7 * i : -1};
+        ASSERT_EQ(zap_bcast(comm_, v, 2, ZAP_DT_INT64, 0), ZAP_OK);
+        EXPECT_EQ(v[0], i);
+        EXPECT_EQ(v[1], 7 * i);
+        int32_t x = rank + i, y = 0;
+        ASSERT_EQ(zap_allreduce(comm_, &x, &y, 1, ZAP_DT_INT32, ZAP_OP_SUM), ZAP_OK);
+        EXPECT_EQ(y, size * i + size * (size - 1) / 2);
+    }
+    unsigned long long fast = zap_coll_test_fast_calls(comm_) - before;
+    if (rank == 0) {
+        EXPECT_GE(fast, (unsigned long long)(n - 1)) << "the root's broadcasts (the first call of a size chooses)";
+    }
+    unsigned long long total = 0;
+    MPI_Allreduce(&fast, &total, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+    EXPECT_GE(total, (unsigned long long)n) << "allreduces: at least one rank per call comes last";
+}
+
+// One rank has a non-blocking call in flight, so its blocking calls run as
+// operations, while the other ranks take the fast form: they meet in the
+// same exchanges.
+TEST_F(Oneway, FastAndOperationRanksMeet)
+{
+    int rank = MpiRank(), size = MpiSize();
+    sum_ok(1);
+    sum_ok(2); /* the sizes below are chosen once */
+    for (int round = 0; round < 8; round++) {
+        int32_t x = rank + 1, y = 0;
+        zap_request_t *req = nullptr;
+        ASSERT_EQ(zap_iallreduce(comm_, &x, &y, 1, ZAP_DT_INT32, ZAP_OP_SUM, &req), ZAP_OK);
+        if (rank != round % size) {
+            ASSERT_EQ(zap_request_wait(req), ZAP_OK);
+        }
+        for (int i = 0; i < 2 * kAhead; i++) {
+            int32_t b = rank == 1 % size ? 1000 * round + i : -1;
+            ASSERT_EQ(zap_bcast(comm_, &b, 1, ZAP_DT_INT32, 1 % size), ZAP_OK);
+            EXPECT_EQ(b, 1000 * round + i);
+            int32_t s = 1, t = 0;
+            ASSERT_EQ(zap_allreduce(comm_, &s, &t, 1, ZAP_DT_INT32, ZAP_OP_SUM), ZAP_OK);
+            EXPECT_EQ(t, size);
+        }
+        if (rank == round % size) {
+            ASSERT_EQ(zap_request_wait(req), ZAP_OK);
+        }
+        zap_request_free(req);
+        EXPECT_EQ(y, size * (size + 1) / 2);
+    }
+}
+
+// A reader whose arguments differ from the root's finds it in the fast form
+// and hands the call to an operation, which reports it as every form does.
+TEST_F(Oneway, FastReaderHandsAMismatchToTheOperation)
+{
+    MpiExpectLog("differ");
+    MpiExpectLog("revoked");
+    int rank = MpiRank();
+    sum_ok(1);
+    int32_t b[3] = {5, 6, 7};
+    for (int i = 0; i < 3; i++) /* the size is chosen, and the fast form runs */
+        ASSERT_EQ(zap_bcast(comm_, b, 3, ZAP_DT_INT32, 0), ZAP_OK);
+    zap_status_t st = zap_bcast(comm_, b, rank == 1 ? 2 : 3, ZAP_DT_INT32, 0);
+    if (rank == 1) {
+        EXPECT_EQ(st, ZAP_ERR_MISMATCH);
+    } else {
+        EXPECT_TRUE(st == ZAP_OK || st == ZAP_ERR_REVOKED) << zap_status_string(st);
+    }
+    expect_revoked_next();
+}
+
 } // namespace

@@ -15,18 +15,24 @@ static const char *const lane_names[ZAP_COLL_LANE_N] = {"kind", "algorithm", "da
 
 static uint64_t lane(uint64_t w, int i) { return (w >> (8 * i)) & 0xff; }
 
+void zap_coll_hdr_words(uint64_t w[ZAP_HDR_NWORDS], zap_coll_kind_t kind, int alg, size_t count, zap_dtype_t dt,
+                        zap_op_t zop, int root, uint64_t extra)
+{
+    w[ZAP_HDR_COUNT] = count;
+    w[ZAP_HDR_ROOT] = (uint64_t)(int64_t)root;
+    w[ZAP_HDR_EXTRA] = extra;
+    w[ZAP_HDR_LANES] = ((uint64_t)kind & 0xff) << (8 * ZAP_COLL_LANE_KIND) |
+                       ((uint64_t)alg & 0xff) << (8 * ZAP_COLL_LANE_ALG) |
+                       ((uint64_t)dt & 0xff) << (8 * ZAP_COLL_LANE_DTYPE) |
+                       (uint64_t)zap_op_lane(zop) << (8 * ZAP_COLL_LANE_OP);
+}
+
 void zap_coll_agree_header(zap_coll_op_t *op, size_t count, zap_dtype_t dt, zap_op_t zop, int root, uint64_t extra,
                            bool bad)
 {
-    uint64_t lanes = ((uint64_t)op->kind & 0xff) << (8 * ZAP_COLL_LANE_KIND) |
-                     ((uint64_t)op->alg & 0xff) << (8 * ZAP_COLL_LANE_ALG) |
-                     ((uint64_t)dt & 0xff) << (8 * ZAP_COLL_LANE_DTYPE) |
-                     (uint64_t)zap_op_lane(zop) << (8 * ZAP_COLL_LANE_OP);
     zap_coll_hdr_t *h = &op->hdr_own;
-    h->min[ZAP_HDR_COUNT] = h->max[ZAP_HDR_COUNT] = count;
-    h->min[ZAP_HDR_ROOT] = h->max[ZAP_HDR_ROOT] = (uint64_t)(int64_t)root;
-    h->min[ZAP_HDR_EXTRA] = h->max[ZAP_HDR_EXTRA] = extra;
-    h->min[ZAP_HDR_LANES] = h->max[ZAP_HDR_LANES] = lanes;
+    zap_coll_hdr_words(h->min, op->kind, op->alg, count, dt, zop, root, extra);
+    memcpy(h->max, h->min, sizeof(h->max));
     if (bad)
         zap_coll_agree_mark_bad_own(h, op->comm->rank);
 }

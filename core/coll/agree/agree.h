@@ -159,9 +159,14 @@ typedef struct zap_coll_agree {
     uint64_t shm_need; /* the ranks whose slots this rank reads (bit q: rank q); all others unless one-way */
     bool shm_lone;     /* a failure of this exchange may be seen on this rank alone: it revokes (op.c) */
     int shm_chain_bad; /* the first rank read whose chain differs from this rank's, or -1 */
+    bool shm_prepub;   /* the fast form wrote this rank's slot before handing the call over */
 } zap_coll_agree_t;
 
 /* --- the header (agree.c) -------------------------------------------------- */
+/* A rank's own header words for a call of kind run by alg with these fields
+ * (min and max alike). */
+void zap_coll_hdr_words(uint64_t w[ZAP_HDR_NWORDS], zap_coll_kind_t kind, int alg, size_t count, zap_dtype_t dt,
+                        zap_op_t zop, int root, uint64_t extra);
 /* Fills op's own header from its kind and alg and the given fields. */
 void zap_coll_agree_header(zap_coll_op_t *op, size_t count, zap_dtype_t dt, zap_op_t zop, int root, uint64_t extra,
                            bool bad);
@@ -236,6 +241,32 @@ zap_status_t zap_coll_agree_flat_progress(zap_coll_op_t *op);
  * publishes this rank's slot when it may and waits for the others. */
 zap_status_t zap_coll_agree_shm_setup(zap_coll_op_t *op, bool reserved);
 zap_status_t zap_coll_agree_shm_progress(zap_coll_op_t *op);
+/* The fast form (agree_shm.c, for engine/fast.c): the shared-memory
+ * exchange of a small blocking call run by its caller, without an
+ * operation, when nothing else of the communicator is in flight. It writes
+ * exactly the slot the operation would (the same words, chain and payload),
+ * so ranks that take it and ranks that run the operation meet in one
+ * exchange. */
+typedef struct zap_coll_shm_fast {
+    uint64_t words[ZAP_HDR_NWORDS]; /* this rank's header words, as the engine builds them */
+    const void *src;                /* the payload this rank writes (bytes; 0: none), host memory */
+    size_t bytes;
+    uint64_t need;                  /* the ranks whose slots this rank reads (bit q: rank q) */
+    uint64_t seq;                   /* set by open: the exchange's number */
+} zap_coll_shm_fast_t;
+/* Writes this rank's slot and polls up to polls times for the needed ones.
+ * ZAP_OK: every needed slot is there with this rank's words and chain; the
+ * caller reads them (zap_coll_agree_shm_fast_slot) and then closes.
+ * ZAP_INPROGRESS: the slot is written but the rest is not there or differs:
+ * the caller posts the same call as an operation at once, whose exchange
+ * takes this one over (it waits, or finds and reports the mismatch).
+ * ZAP_ERR_UNSUPPORTED: nothing was written (an earlier exchange unfinished,
+ * the bank not yet free): the caller posts the call as an operation. */
+zap_status_t zap_coll_agree_shm_fast_open(zap_comm_t *comm, zap_coll_shm_fast_t *f, unsigned polls);
+/* Rank q's payload in the open exchange (q needed, or this rank). */
+const void *zap_coll_agree_shm_fast_slot(const zap_comm_t *comm, const zap_coll_shm_fast_t *f, int q);
+/* Ends it: the chain moves on and the slots read are free to reuse. */
+void zap_coll_agree_shm_fast_close(zap_comm_t *comm, const zap_coll_shm_fast_t *f);
 /* The hierarchical form (agree_hier.c): up to each host's leader, across the
  * leaders by recursive doubling over the hosts, down again. */
 zap_status_t zap_coll_agree_hier_progress(zap_coll_op_t *op);

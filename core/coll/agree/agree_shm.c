@@ -45,6 +45,7 @@
 #include "coll/reduce/reduce.h"
 #include "coll/shm/shm.h"
 #include "base/log.h"
+#include <assert.h>
 #include <string.h>
 
 static void words_to_hdr(const uint64_t *w, zap_coll_hdr_t *h)
@@ -110,8 +111,16 @@ zap_status_t zap_coll_agree_shm_setup(zap_coll_op_t *op, bool reserved)
 {
     zap_coll_shm_t *s = op->comm->shm;
     zap_coll_agree_t *ag = &op->agree;
-    if (!reserved)
+    if (reserved) {
+        /* keeps its number, and whether the fast form wrote its slot */
+    } else if (s->prepub != 0) { /* a fast call handed over: its slot is written (below) */
+        ag->shm_seq = s->prepub;
+        s->prepub = 0;
+        ag->shm_prepub = true;
+    } else {
         ag->shm_seq = ++s->next;
+        ag->shm_prepub = false;
+    }
     ag->shm_wait = (zap_coll_shm_wait_t){0, 0, 0};
     ag->shm_need = zap_coll_shm_all_ranks(s) & ~(UINT64_C(1) << s->rank);
     return ZAP_OK;
@@ -125,22 +134,30 @@ void zap_coll_agree_shm_need(zap_coll_op_t *op, uint64_t need)
     op->agree.shm_need = need & zap_coll_shm_all_ranks(s) & ~(UINT64_C(1) << s->rank);
 }
 
-/* Before writing exchange seq into its bank: every rank has read through
- * seq - BANKS, the bank's previous exchange (shm.h). One load per rank while
- * the readers keep up. */
-static zap_status_t bank_free(zap_coll_op_t *op, zap_coll_shm_t *s, uint64_t seq)
+/* Whether every rank has read through seq - BANKS, the previous exchange of
+ * seq's bank (shm.h), so that this rank may write seq. One load per rank
+ * while the readers keep up. */
+static bool bank_free_now(zap_coll_shm_t *s, uint64_t seq)
 {
     if (seq <= ZAP_COLL_SHM_BANKS || s->safe >= seq - ZAP_COLL_SHM_BANKS)
-        return ZAP_OK;
-    uint64_t want = seq - ZAP_COLL_SHM_BANKS, low = UINT64_MAX;
+        return true;
+    uint64_t low = UINT64_MAX;
     for (int q = 0; q < s->size; q++) {
         uint64_t v = atomic_load_explicit(zap_coll_shm_done_line(s, q), memory_order_acquire);
         low = v < low ? v : low;
     }
-    if (low >= want) {
-        s->safe = low;
+    if (low < seq - ZAP_COLL_SHM_BANKS)
+        return false;
+    s->safe = low;
+    return true;
+}
+
+/* Before writing exchange seq into its bank: the bank is free, or a wait. */
+static zap_status_t bank_free(zap_coll_op_t *op, zap_coll_shm_t *s, uint64_t seq)
+{
+    if (bank_free_now(s, seq))
         return ZAP_OK;
-    }
+    uint64_t want = seq - ZAP_COLL_SHM_BANKS;
     zap_status_t st = zap_coll_shm_gather(op, zap_coll_shm_done_line(s, 0), 8 * sizeof(uint64_t), want, true,
                                           &op->agree.shm_wait);
     if (st == ZAP_OK)
@@ -251,9 +268,15 @@ zap_status_t zap_coll_agree_shm_progress(zap_coll_op_t *op)
         ag->state = ZAP_AGREE_STEP_POST;
     }
     if (ag->state == ZAP_AGREE_STEP_POST) {
-        if ((st = bank_free(op, s, ag->shm_seq)) != ZAP_OK)
-            return st;
-        publish(op, s);
+        if (!ag->shm_prepub) {
+            if ((st = bank_free(op, s, ag->shm_seq)) != ZAP_OK)
+                return st;
+            publish(op, s);
+        }
+        /* else the fast form wrote the slot: the same words, built from the
+         * same arguments and candidates */
+        assert(memcmp(zap_coll_shm_slot(s, ag->shm_seq, s->rank)->words, op->hdr_own.min,
+                      sizeof(op->hdr_own.min)) == 0);
         ag->shm_wait = (zap_coll_shm_wait_t){zap_coll_shm_all_ranks(s) & ~ag->shm_need, 0, 0};
         ag->state = ZAP_AGREE_STEP_WAIT;
     }
@@ -278,4 +301,65 @@ zap_status_t zap_coll_agree_shm_progress(zap_coll_op_t *op)
                   "this call or its next",
                   op->comm->rank, ag->shm_chain_bad, zap_coll_comm_id(op->comm), (unsigned long long)op->seq);
     return shm_verdict(op);
+}
+
+/* --- the fast form ------------------------------------------------------------ */
+
+zap_status_t zap_coll_agree_shm_fast_open(zap_comm_t *comm, zap_coll_shm_fast_t *f, unsigned polls)
+{
+    zap_coll_shm_t *s = comm->shm;
+    uint64_t seq = s->next + 1;
+    /* Nothing is written unless the slot can be: no exchange of this rank is
+     * unfinished (its done line needs no update) and the bank is free. */
+    if (s->abandoned || s->done != s->next || s->prepub != 0 || !bank_free_now(s, seq))
+        return ZAP_ERR_UNSUPPORTED;
+    f->seq = seq;
+    f->need &= zap_coll_shm_all_ranks(s) & ~(UINT64_C(1) << s->rank);
+    zap_coll_shm_slot_t *own = zap_coll_shm_slot(s, seq, s->rank);
+    for (int w = 0; w < ZAP_HDR_NWORDS; w++)
+        own->words[w] = f->words[w];
+    own->chain = s->chain;
+    if (f->bytes > 0)
+        memcpy(own->payload, f->src, f->bytes);
+    atomic_store_explicit(&own->seq, seq, memory_order_release);
+    s->next = seq;
+    uint64_t seen = 0;
+    for (unsigned n = 0; seen != f->need; n++) {
+        if (n > polls) {
+            s->prepub = seq; /* the operation that takes this call over waits (zap_coll_agree_shm_setup) */
+            return ZAP_INPROGRESS;
+        }
+        for (uint64_t m = f->need & ~seen; m != 0; m &= m - 1) {
+            int q = __builtin_ctzll(m);
+            if (atomic_load_explicit(&zap_coll_shm_slot(s, seq, q)->seq, memory_order_acquire) == seq)
+                seen |= UINT64_C(1) << q;
+        }
+    }
+    /* Anything but the same words and chain (a mismatch, a bad mark) is for
+     * the operation to find, name and report as every form does. */
+    for (uint64_t m = f->need; m != 0; m &= m - 1) {
+        const zap_coll_shm_slot_t *in = zap_coll_shm_slot(s, seq, __builtin_ctzll(m));
+        if (in->chain != own->chain || memcmp(in->words, own->words, sizeof(own->words)) != 0) {
+            s->prepub = seq;
+            return ZAP_INPROGRESS;
+        }
+    }
+    return ZAP_OK;
+}
+
+const void *zap_coll_agree_shm_fast_slot(const zap_comm_t *comm, const zap_coll_shm_fast_t *f, int q)
+{
+    return zap_coll_shm_slot(comm->shm, f->seq, q)->payload;
+}
+
+void zap_coll_agree_shm_fast_close(zap_comm_t *comm, const zap_coll_shm_fast_t *f)
+{
+    zap_coll_shm_t *s = comm->shm;
+    zap_coll_hdr_t own;
+    words_to_hdr(f->words, &own);
+    /* Every slot read holds these words, so the merged header the two-way
+     * exchange would chain is this one. */
+    s->chain = chain_next(s->chain, &own);
+    s->done = f->seq;
+    atomic_store_explicit(zap_coll_shm_done_line(s, s->rank), s->done, memory_order_release);
 }

@@ -17,6 +17,7 @@
 #include "coll/allgather/allgather.h"
 #include "coll/comm_impl.h"
 #include "coll/engine/mem.h"
+#include "coll/engine/fast.h"
 #include "coll/engine/select.h"
 #include "coll/engine/step.h"
 #include "coll/patterns/patterns.h"
@@ -152,6 +153,10 @@ const zap_coll_desc_t zap_allgatherv_desc = {
     .form = allgather_form,
     .needs_setup = true,
     .setting = ZAP_CFG_COUNT,
+    .fast_alg = ZAP_AG_SHM,
+    .fast_votes = true,
+    .fast_setup = zap_allgather_shm_fast_setup,
+    .fast_finish = zap_allgather_shm_fast_finish,
 };
 
 /* This rank's own argument error, logged; ZAP_OK when there is none. *total_p
@@ -185,9 +190,10 @@ static zap_status_t check(const zap_comm_t *comm, const void *sendbuf, size_t se
 }
 
 static zap_status_t post(zap_comm_t *comm, const void *sendbuf, size_t sendcount, void *recvbuf,
-                         const size_t *counts, const ptrdiff_t *displs, bool is_v, zap_dtype_t dt, zap_request_t **req_p)
+                         const size_t *counts, const ptrdiff_t *displs, bool is_v, zap_dtype_t dt, bool blocking,
+                         zap_request_t **req_p)
 {
-    if (comm == NULL || req_p == NULL)
+    if (comm == NULL || (req_p == NULL && !blocking))
         return ZAP_ERR_INVALID_PARAM;
     size_t total = 0;
     zap_status_t local = check(comm, sendbuf, sendcount, recvbuf, counts, displs, is_v, dt, &total);
@@ -200,36 +206,30 @@ static zap_status_t post(zap_comm_t *comm, const void *sendbuf, size_t sendcount
         a.mem = zap_coll_mem_kind(comm, recvbuf, total * zap_dtype_size(dt));
     }
     a.empty = total == 0;
+    if (blocking) /* the fast form where it applies (engine/fast.h) */
+        return zap_coll_call(comm, &zap_allgatherv_desc, &a, local);
     return zap_coll_post(comm, &zap_allgatherv_desc, &a, local, req_p);
 }
 
 zap_status_t zap_iallgatherv(zap_comm_t *comm, const void *sendbuf, size_t sendcount, void *recvbuf,
                              const size_t *counts, const ptrdiff_t *displs, zap_dtype_t dt, zap_request_t **req_p)
 {
-    return post(comm, sendbuf, sendcount, recvbuf, counts, displs, true, dt, req_p);
+    return post(comm, sendbuf, sendcount, recvbuf, counts, displs, true, dt, false, req_p);
 }
 
 zap_status_t zap_iallgather(zap_comm_t *comm, const void *sendbuf, size_t count, void *recvbuf, zap_dtype_t dt,
                             zap_request_t **req_p)
 {
-    return post(comm, sendbuf, count, recvbuf, NULL, NULL, false, dt, req_p);
+    return post(comm, sendbuf, count, recvbuf, NULL, NULL, false, dt, false, req_p);
 }
 
 zap_status_t zap_allgatherv(zap_comm_t *comm, const void *sendbuf, size_t sendcount, void *recvbuf,
                             const size_t *counts, const ptrdiff_t *displs, zap_dtype_t dt)
 {
-    zap_request_t *req = NULL;
-    zap_status_t st = zap_iallgatherv(comm, sendbuf, sendcount, recvbuf, counts, displs, dt, &req);
-    if (st != ZAP_OK)
-        return st;
-    return zap_coll_wait_free(req);
+    return post(comm, sendbuf, sendcount, recvbuf, counts, displs, true, dt, true, NULL);
 }
 
 zap_status_t zap_allgather(zap_comm_t *comm, const void *sendbuf, size_t count, void *recvbuf, zap_dtype_t dt)
 {
-    zap_request_t *req = NULL;
-    zap_status_t st = zap_iallgather(comm, sendbuf, count, recvbuf, dt, &req);
-    if (st != ZAP_OK)
-        return st;
-    return zap_coll_wait_free(req);
+    return post(comm, sendbuf, count, recvbuf, NULL, NULL, false, dt, true, NULL);
 }

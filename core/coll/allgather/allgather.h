@@ -14,4 +14,7 @@ enum { ZAP_AG_RING, ZAP_AG_SHM, ZAP_AG_HIER, ZAP_AG_NALGS };
 zap_status_t zap_allgather_shm_init(zap_coll_op_t *op); /* allgather_shm.c */
 /* This rank's yes to the single-copy form: its buffers are host memory. */
 bool zap_allgather_shm_vote(const zap_coll_op_t *op);
+/* The fast form of its calls up to a slot (engine/fast.h). */
+bool zap_allgather_shm_fast_setup(const zap_comm_t *comm, const zap_coll_args_t *a, zap_coll_shm_fast_t *f);
+void zap_allgather_shm_fast_finish(const zap_comm_t *comm, const zap_coll_args_t *a, const zap_coll_shm_fast_t *f);
 #endif

@@ -33,6 +33,7 @@
 #include "coll/engine/select.h"
 #include "coll/shm/shm.h"
 #include <stddef.h>
+#include <string.h>
 
 enum { CMA_TURN, CMA_READ, CMA_FIN };
 
@@ -160,4 +161,30 @@ zap_status_t zap_allgather_shm_init(zap_coll_op_t *op)
     *g = (ag_cma_t){CMA_TURN, false, {0, 0, 0}};
     op->progress = cma_progress;
     return ZAP_OK;
+}
+
+/* Every rank's block in its slot, every slot read (fixed counts). */
+bool zap_allgather_shm_fast_setup(const zap_comm_t *comm, const zap_coll_args_t *a, zap_coll_shm_fast_t *f)
+{
+    size_t es = zap_dtype_size(a->dt);
+    if (a->counts != NULL || a->count * es > ZAP_COLL_SHM_PAYLOAD)
+        return false;
+    f->src = a->src != NULL ? a->src : (const char *)a->dst + blk_at(a, comm->rank, es);
+    f->bytes = a->count * es;
+    f->need = ~UINT64_C(0);
+    f->words[ZAP_HDR_LANES] |= UINT64_C(1) << (8 * ZAP_COLL_LANE_VOTE_HOST); /* the vote above: yes, unread */
+    return true;
+}
+
+/* As slots_finish. */
+void zap_allgather_shm_fast_finish(const zap_comm_t *comm, const zap_coll_args_t *a, const zap_coll_shm_fast_t *f)
+{
+    size_t n = a->count * zap_dtype_size(a->dt);
+    for (int q = 0; q < comm->size; q++) {
+        char *to = (char *)a->dst + (size_t)q * n;
+        if (q != comm->rank)
+            memcpy(to, zap_coll_agree_shm_fast_slot(comm, f, q), n);
+        else if (a->src != NULL)
+            memcpy(to, a->src, n);
+    }
 }

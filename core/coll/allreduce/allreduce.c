@@ -33,6 +33,7 @@
 #include "coll/engine/select.h"
 #include "coll/gpu/gpu.h"
 #include "coll/reduce/reduce.h"
+#include "coll/engine/fast.h"
 #include "coll/shm/shm.h"
 #include "base/log.h"
 #include <stdint.h>
@@ -119,6 +120,9 @@ const zap_coll_desc_t zap_allreduce_desc = {
     .form = allreduce_form,
     .needs_setup = true,
     .setting = ZAP_CFG_ALLREDUCE_ALG,
+    .fast_alg = ZAP_AR_SHM,
+    .fast_setup = zap_allreduce_direct_fast_setup,
+    .fast_finish = zap_allreduce_direct_fast_finish,
 };
 
 /* This rank's own argument error, logged; ZAP_OK when there is none. */
@@ -140,11 +144,10 @@ static zap_status_t check(const zap_comm_t *comm, const void *sendbuf, const voi
     return ZAP_OK;
 }
 
-zap_status_t zap_iallreduce(zap_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count, zap_dtype_t dt,
-                            zap_op_t zop, zap_request_t **req_p)
+/* The call's arguments, and this rank's own error in them (logged). */
+static zap_status_t args_of(zap_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count, zap_dtype_t dt,
+                            zap_op_t zop, zap_coll_args_t *ap)
 {
-    if (comm == NULL || req_p == NULL)
-        return ZAP_ERR_INVALID_PARAM;
     zap_status_t local = check(comm, sendbuf, recvbuf, count, dt, zop);
     zap_coll_args_t a = {.src = sendbuf == ZAP_IN_PLACE ? recvbuf : sendbuf, .dst = recvbuf, .count = count,
                          .dt = dt, .op = zop, .root = -1, .hdr_count = count, .mem = ZAP_MEM_HOST};
@@ -158,15 +161,26 @@ zap_status_t zap_iallreduce(zap_comm_t *comm, const void *sendbuf, void *recvbuf
             local = zap_reduce_check(comm->rank, "allreduce", dt, zop, a.mem);
     }
     a.empty = count == 0;
+    *ap = a;
+    return local;
+}
+
+zap_status_t zap_iallreduce(zap_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count, zap_dtype_t dt,
+                            zap_op_t zop, zap_request_t **req_p)
+{
+    if (comm == NULL || req_p == NULL)
+        return ZAP_ERR_INVALID_PARAM;
+    zap_coll_args_t a;
+    zap_status_t local = args_of(comm, sendbuf, recvbuf, count, dt, zop, &a);
     return zap_coll_post(comm, &zap_allreduce_desc, &a, local, req_p);
 }
 
 zap_status_t zap_allreduce(zap_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count, zap_dtype_t dt,
                            zap_op_t zop)
 {
-    zap_request_t *req = NULL;
-    zap_status_t st = zap_iallreduce(comm, sendbuf, recvbuf, count, dt, zop, &req);
-    if (st != ZAP_OK)
-        return st;
-    return zap_coll_wait_free(req);
+    if (comm == NULL)
+        return ZAP_ERR_INVALID_PARAM;
+    zap_coll_args_t a;
+    zap_status_t local = args_of(comm, sendbuf, recvbuf, count, dt, zop, &a);
+    return zap_coll_call(comm, &zap_allreduce_desc, &a, local);
 }

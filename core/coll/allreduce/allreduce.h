@@ -26,6 +26,10 @@ zap_status_t zap_allreduce_rd_init(zap_coll_op_t *op);           /* allreduce_rd
 zap_status_t zap_allreduce_rabenseifner_init(zap_coll_op_t *op); /* allreduce_rabenseifner.c */
 zap_status_t zap_allreduce_ring_init(zap_coll_op_t *op);         /* allreduce_ring.c */
 zap_status_t zap_allreduce_direct_init(zap_coll_op_t *op);       /* allreduce_direct.c: needs the flat form */
+/* The fast form of the shared-memory allreduce up to a slot
+ * (allreduce_direct.c, engine/fast.h). */
+bool zap_allreduce_direct_fast_setup(const zap_comm_t *comm, const zap_coll_args_t *a, zap_coll_shm_fast_t *f);
+void zap_allreduce_direct_fast_finish(const zap_comm_t *comm, const zap_coll_args_t *a, const zap_coll_shm_fast_t *f);
 zap_status_t zap_allreduce_shm_init(zap_coll_op_t *op);          /* allreduce_shm.c, allreduce_shm_large.c */
 zap_status_t zap_allreduce_shm_large_init(zap_coll_op_t *op);
 zap_status_t zap_allreduce_cma_init(zap_coll_op_t *op);          /* allreduce_cma.c */

@@ -21,6 +21,8 @@
 #include "coll/allreduce/allreduce.h"
 #include "coll/comm_impl.h"
 #include "coll/engine/mem.h"
+#include "coll/reduce/reduce.h"
+#include <string.h>
 
 static zap_status_t finish(zap_coll_op_t *op)
 {
@@ -41,4 +43,22 @@ zap_status_t zap_allreduce_direct_init(zap_coll_op_t *op)
     op->progress = finish;
     op->whole_in_agreement = true;
     return ZAP_OK;
+}
+
+bool zap_allreduce_direct_fast_setup(const zap_comm_t *comm, const zap_coll_args_t *a, zap_coll_shm_fast_t *f)
+{
+    (void)comm;
+    f->src = a->src;
+    f->bytes = a->bytes;
+    f->need = ~UINT64_C(0); /* every other rank's slot */
+    return true;
+}
+
+/* The expression the shared-memory exchange computes (agree/agree_shm.c):
+ * slot 0, then slots 1 .. p-1 in rank order. */
+void zap_allreduce_direct_fast_finish(const zap_comm_t *comm, const zap_coll_args_t *a, const zap_coll_shm_fast_t *f)
+{
+    memcpy(a->dst, zap_coll_agree_shm_fast_slot(comm, f, 0), a->bytes);
+    for (int q = 1; q < comm->size; q++)
+        zap_reduce_cpu(a->dt, a->op, a->dst, a->dst, zap_coll_agree_shm_fast_slot(comm, f, q), a->count);
 }

@@ -25,6 +25,7 @@
 #include "coll/bcast/bcast.h"
 #include "coll/comm_impl.h"
 #include "coll/engine/mem.h"
+#include "coll/engine/fast.h"
 #include "coll/engine/select.h"
 #include "coll/gpu/gpu.h"
 #include "coll/shm/shm.h"
@@ -85,12 +86,15 @@ const zap_coll_desc_t zap_bcast_desc = {
     .form = bcast_form,
     .needs_setup = true,
     .setting = ZAP_CFG_BCAST_ALG,
+    .fast_alg = ZAP_BC_SHM,
+    .fast_setup = zap_bcast_rd_fast_setup,
+    .fast_finish = zap_bcast_rd_fast_finish,
 };
 
-zap_status_t zap_ibcast(zap_comm_t *comm, void *buf, size_t count, zap_dtype_t dt, int root, zap_request_t **req_p)
+/* The call's arguments, and this rank's own error in them (logged; ZAP_OK
+ * when there is none). */
+static zap_status_t args_of(zap_comm_t *comm, void *buf, size_t count, zap_dtype_t dt, int root, zap_coll_args_t *ap)
 {
-    if (comm == NULL || req_p == NULL)
-        return ZAP_ERR_INVALID_PARAM;
     zap_status_t local = ZAP_OK;
     size_t esize = zap_dtype_size(dt);
     if (esize == 0) {
@@ -112,14 +116,24 @@ zap_status_t zap_ibcast(zap_comm_t *comm, void *buf, size_t count, zap_dtype_t d
         a.mem = a.src_mem = a.dst_mem = zap_coll_mem_kind(comm, buf, a.bytes);
     }
     a.empty = count == 0;
+    *ap = a;
+    return local;
+}
+
+zap_status_t zap_ibcast(zap_comm_t *comm, void *buf, size_t count, zap_dtype_t dt, int root, zap_request_t **req_p)
+{
+    if (comm == NULL || req_p == NULL)
+        return ZAP_ERR_INVALID_PARAM;
+    zap_coll_args_t a;
+    zap_status_t local = args_of(comm, buf, count, dt, root, &a);
     return zap_coll_post(comm, &zap_bcast_desc, &a, local, req_p);
 }
 
 zap_status_t zap_bcast(zap_comm_t *comm, void *buf, size_t count, zap_dtype_t dt, int root)
 {
-    zap_request_t *req = NULL;
-    zap_status_t st = zap_ibcast(comm, buf, count, dt, root, &req);
-    if (st != ZAP_OK)
-        return st;
-    return zap_coll_wait_free(req);
+    if (comm == NULL)
+        return ZAP_ERR_INVALID_PARAM;
+    zap_coll_args_t a;
+    zap_status_t local = args_of(comm, buf, count, dt, root, &a);
+    return zap_coll_call(comm, &zap_bcast_desc, &a, local);
 }

@@ -25,6 +25,10 @@ zap_status_t zap_bcast_binomial_init(zap_coll_op_t *op);          /* bcast_binom
 zap_status_t zap_bcast_scatter_allgather_init(zap_coll_op_t *op); /* bcast_scatter_allgather.c */
 zap_status_t zap_bcast_chain_init(zap_coll_op_t *op);             /* bcast_chain.c */
 zap_status_t zap_bcast_rd_init(zap_coll_op_t *op);                /* bcast_rd.c */
+/* The fast form of the shared-memory broadcast up to a slot (bcast_rd.c,
+ * engine/fast.h). */
+bool zap_bcast_rd_fast_setup(const zap_comm_t *comm, const zap_coll_args_t *a, zap_coll_shm_fast_t *f);
+void zap_bcast_rd_fast_finish(const zap_comm_t *comm, const zap_coll_args_t *a, const zap_coll_shm_fast_t *f);
 zap_status_t zap_bcast_shm_init(zap_coll_op_t *op);               /* bcast_shm.c */
 zap_status_t zap_bcast_hier_init(zap_coll_op_t *op);              /* bcast_hier.c: ranks on several hosts */
 #endif

@@ -14,6 +14,7 @@
 #include "coll/comm_impl.h"
 #include "coll/engine/mem.h"
 #include "coll/shm/shm.h"
+#include <string.h>
 
 typedef struct bcast_rd {
     bool exchanging; /* its own exchange is running */
@@ -64,4 +65,19 @@ zap_status_t zap_bcast_rd_init(zap_coll_op_t *op)
     op->progress = finish;
     op->whole_in_agreement = true;
     return ZAP_OK;
+}
+
+bool zap_bcast_rd_fast_setup(const zap_comm_t *comm, const zap_coll_args_t *a, zap_coll_shm_fast_t *f)
+{
+    bool root = a->root == comm->rank;
+    f->src = root ? a->dst : NULL;
+    f->bytes = root ? a->bytes : 0;
+    f->need = root ? 0 : UINT64_C(1) << a->root; /* one-way, as above */
+    return true;
+}
+
+void zap_bcast_rd_fast_finish(const zap_comm_t *comm, const zap_coll_args_t *a, const zap_coll_shm_fast_t *f)
+{
+    if (a->root != comm->rank)
+        memcpy(a->dst, zap_coll_agree_shm_fast_slot(comm, f, a->root), a->bytes);
 }

@@ -201,6 +201,12 @@ static inline bool revoked(zap_coll_op_t *op)
     return c->revoked_from != 0 && op->seq >= c->revoked_from;
 }
 
+bool zap_coll_op_quiet(zap_comm_t *c)
+{
+    return c->active_head == NULL && c->revoked_from == 0 && zap_transport_notice_count(c->t) == c->notices_seen &&
+           (c->shm == NULL || atomic_load_explicit(c->shm->revoked, memory_order_acquire) == c->shm_revoke_seen);
+}
+
 /* What an operation under another rank's revocation returns: a dead peer
  * stays ZAP_ERR_PEER_FAILED (the log line of learn names it), anything else
  * is ZAP_ERR_REVOKED. */

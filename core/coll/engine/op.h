@@ -135,6 +135,10 @@ zap_status_t zap_coll_wait_free(zap_request_t *req);
  * a local failure st: the other ranks then report ZAP_ERR_MISMATCH and this
  * one st, instead of anyone waiting for messages that never come. */
 void zap_coll_op_fail_local(zap_coll_op_t *op, zap_status_t st);
+/* Whether comm has nothing in flight and no revocation known or arriving
+ * (one load each for the transport's notices and the segment's word): a
+ * call may then run without an operation (engine/fast.c). */
+bool zap_coll_op_quiet(zap_comm_t *comm);
 /* Cancels and frees every operation still active (a communicator being
  * destroyed); returns how many there were. */
 int zap_coll_op_cancel_all(zap_comm_t *comm);

@@ -79,6 +79,16 @@ typedef struct zap_coll_desc {
     zap_coll_form_t (*form)(const zap_comm_t *comm);
     bool needs_setup;      /* its choice reads what a communicator's setup agrees */
     zap_cfg_id_t setting;  /* ZAP_<COLL>_ALG, ZAP_CFG_COUNT: none */
+    /* The fast form of its small blocking calls (engine/fast.h; NULL: none):
+     * fast_alg is the algorithm whose shared-memory exchange carries them
+     * whole; fast_setup says what this rank writes and reads (false: this
+     * call is not one of them), and casts in f->words the votes every
+     * candidate would (fast_votes: some does); fast_finish takes the result
+     * from the slots read. */
+    int fast_alg;
+    bool fast_votes;
+    bool (*fast_setup)(const zap_comm_t *comm, const zap_coll_args_t *a, zap_coll_shm_fast_t *f);
+    void (*fast_finish)(const zap_comm_t *comm, const zap_coll_args_t *a, const zap_coll_shm_fast_t *f);
 } zap_coll_desc_t;
 
 /* zap_coll_args_t.call_flags: what a call's op rules out. NONCOMMUTATIVE

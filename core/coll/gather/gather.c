@@ -18,6 +18,7 @@
 #include "coll/gather/gather.h"
 #include "coll/comm_impl.h"
 #include "coll/engine/mem.h"
+#include "coll/engine/fast.h"
 #include "coll/engine/select.h"
 #include "coll/shm/shm.h"
 #include "base/log.h"
@@ -63,6 +64,9 @@ const zap_coll_desc_t zap_gather_desc = {
     .form = gather_form,
     .needs_setup = true,
     .setting = ZAP_CFG_GATHER_ALG,
+    .fast_alg = ZAP_GA_SHM,
+    .fast_setup = zap_gather_shm_fast_setup,
+    .fast_finish = zap_gather_shm_fast_finish,
 };
 
 /* This rank's own argument error, logged; ZAP_OK when there is none. */
@@ -114,10 +118,10 @@ static zap_status_t check(const zap_comm_t *comm, bool is_v, const void *sendbuf
 }
 
 static zap_status_t post(zap_comm_t *comm, bool is_v, const void *sendbuf, size_t count, void *recvbuf,
-                         const size_t *counts, const ptrdiff_t *displs, zap_dtype_t dt, int root,
+                         const size_t *counts, const ptrdiff_t *displs, zap_dtype_t dt, int root, bool blocking,
                          zap_request_t **req_p)
 {
-    if (comm == NULL || req_p == NULL)
+    if (comm == NULL || (req_p == NULL && !blocking))
         return ZAP_ERR_INVALID_PARAM;
     zap_status_t local = check(comm, is_v, sendbuf, count, recvbuf, counts, displs, dt, root);
     bool is_root = comm->rank == root;
@@ -130,37 +134,31 @@ static zap_status_t post(zap_comm_t *comm, bool is_v, const void *sendbuf, size_
         a.mem = zap_coll_mem_kind(comm, is_root ? recvbuf : sendbuf, a.bytes);
     }
     a.empty = !is_v && count == 0; /* a v-form's counts are the root's alone: not known everywhere */
+    if (blocking) /* the fast form where it applies (engine/fast.h) */
+        return zap_coll_call(comm, &zap_gather_desc, &a, local);
     return zap_coll_post(comm, &zap_gather_desc, &a, local, req_p);
 }
 
 zap_status_t zap_igather(zap_comm_t *comm, const void *sendbuf, size_t count, void *recvbuf, zap_dtype_t dt, int root,
                          zap_request_t **req_p)
 {
-    return post(comm, false, sendbuf, count, recvbuf, NULL, NULL, dt, root, req_p);
+    return post(comm, false, sendbuf, count, recvbuf, NULL, NULL, dt, root, false, req_p);
 }
 
 zap_status_t zap_igatherv(zap_comm_t *comm, const void *sendbuf, size_t sendcount, void *recvbuf,
                           const size_t *counts, const ptrdiff_t *displs, zap_dtype_t dt, int root,
                           zap_request_t **req_p)
 {
-    return post(comm, true, sendbuf, sendcount, recvbuf, counts, displs, dt, root, req_p);
+    return post(comm, true, sendbuf, sendcount, recvbuf, counts, displs, dt, root, false, req_p);
 }
 
 zap_status_t zap_gather(zap_comm_t *comm, const void *sendbuf, size_t count, void *recvbuf, zap_dtype_t dt, int root)
 {
-    zap_request_t *req = NULL;
-    zap_status_t st = zap_igather(comm, sendbuf, count, recvbuf, dt, root, &req);
-    if (st != ZAP_OK)
-        return st;
-    return zap_coll_wait_free(req);
+    return post(comm, false, sendbuf, count, recvbuf, NULL, NULL, dt, root, true, NULL);
 }
 
 zap_status_t zap_gatherv(zap_comm_t *comm, const void *sendbuf, size_t sendcount, void *recvbuf,
                          const size_t *counts, const ptrdiff_t *displs, zap_dtype_t dt, int root)
 {
-    zap_request_t *req = NULL;
-    zap_status_t st = zap_igatherv(comm, sendbuf, sendcount, recvbuf, counts, displs, dt, root, &req);
-    if (st != ZAP_OK)
-        return st;
-    return zap_coll_wait_free(req);
+    return post(comm, true, sendbuf, sendcount, recvbuf, counts, displs, dt, root, true, NULL);
 }

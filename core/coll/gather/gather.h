@@ -25,4 +25,7 @@ static inline ptrdiff_t zap_ga_displ(const zap_coll_args_t *a, int r)
 {
     return a->counts ? a->displs[r] : (ptrdiff_t)((size_t)r * a->fixed);
 }
+/* The fast form of its calls up to a slot (engine/fast.h). */
+bool zap_gather_shm_fast_setup(const zap_comm_t *comm, const zap_coll_args_t *a, zap_coll_shm_fast_t *f);
+void zap_gather_shm_fast_finish(const zap_comm_t *comm, const zap_coll_args_t *a, const zap_coll_shm_fast_t *f);
 #endif

@@ -42,3 +42,25 @@ zap_status_t zap_gather_shm_init(zap_coll_op_t *op)
     op->progress = shm_finish;
     return ZAP_OK;
 }
+
+/* Every rank's block in its slot: one-way, as in zap_gather_shm_init. */
+bool zap_gather_shm_fast_setup(const zap_comm_t *comm, const zap_coll_args_t *a, zap_coll_shm_fast_t *f)
+{
+    size_t blk = a->fixed * zap_dtype_size(a->dt);
+    if (zap_ga_is_v(a) || blk == 0 || blk > ZAP_COLL_SHM_PAYLOAD)
+        return false;
+    f->src = a->src != NULL ? a->src : a->dst;
+    f->bytes = blk;
+    f->need = comm->rank == a->root ? ~UINT64_C(0) : 0;
+    return true;
+}
+
+void zap_gather_shm_fast_finish(const zap_comm_t *comm, const zap_coll_args_t *a, const zap_coll_shm_fast_t *f)
+{
+    if (comm->rank != a->root)
+        return;
+    size_t blk = a->fixed * zap_dtype_size(a->dt);
+    for (int q = 0; q < comm->size; q++)
+        if (q != a->root || a->src != NULL)
+            memcpy((char *)a->dst + (size_t)q * blk, zap_coll_agree_shm_fast_slot(comm, f, q), blk);
+}

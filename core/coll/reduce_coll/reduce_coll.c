@@ -22,6 +22,7 @@
 #include "coll/allreduce/allreduce.h"
 #include "coll/comm_impl.h"
 #include "coll/engine/mem.h"
+#include "coll/engine/fast.h"
 #include "coll/engine/select.h"
 #include "coll/reduce/reduce.h"
 #include "coll/shm/shm.h"
@@ -71,6 +72,9 @@ const zap_coll_desc_t zap_reduce_desc = {
     .form = reduce_form,
     .needs_setup = true,
     .setting = ZAP_CFG_REDUCE_ALG,
+    .fast_alg = ZAP_RD_SHM,
+    .fast_setup = zap_reduce_shm_fast_setup,
+    .fast_finish = zap_reduce_shm_fast_finish,
 };
 
 /* This rank's own argument error, logged; ZAP_OK when there is none. */
@@ -99,10 +103,12 @@ static zap_status_t check(const zap_comm_t *comm, const void *sendbuf, const voi
     return ZAP_OK;
 }
 
-zap_status_t zap_ireduce(zap_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count, zap_dtype_t dt,
-                         zap_op_t zop, int root, zap_request_t **req_p)
+/* Posts the call (req_p), or runs it to completion (blocking: req_p NULL,
+ * the fast form where it applies, engine/fast.h). */
+static zap_status_t post(zap_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count, zap_dtype_t dt,
+                         zap_op_t zop, int root, bool blocking, zap_request_t **req_p)
 {
-    if (comm == NULL || req_p == NULL)
+    if (comm == NULL || (req_p == NULL && !blocking))
         return ZAP_ERR_INVALID_PARAM;
     zap_status_t local = check(comm, sendbuf, recvbuf, count, dt, zop, root);
     bool is_root = comm->rank == root;
@@ -116,15 +122,19 @@ zap_status_t zap_ireduce(zap_comm_t *comm, const void *sendbuf, void *recvbuf, s
             local = zap_reduce_check(comm->rank, "reduce", dt, zop, a.mem);
     }
     a.empty = count == 0;
+    if (blocking)
+        return zap_coll_call(comm, &zap_reduce_desc, &a, local);
     return zap_coll_post(comm, &zap_reduce_desc, &a, local, req_p);
+}
+
+zap_status_t zap_ireduce(zap_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count, zap_dtype_t dt,
+                         zap_op_t zop, int root, zap_request_t **req_p)
+{
+    return post(comm, sendbuf, recvbuf, count, dt, zop, root, false, req_p);
 }
 
 zap_status_t zap_reduce(zap_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count, zap_dtype_t dt,
                         zap_op_t zop, int root)
 {
-    zap_request_t *req = NULL;
-    zap_status_t st = zap_ireduce(comm, sendbuf, recvbuf, count, dt, zop, root, &req);
-    if (st != ZAP_OK)
-        return st;
-    return zap_coll_wait_free(req);
+    return post(comm, sendbuf, recvbuf, count, dt, zop, root, true, NULL);
 }

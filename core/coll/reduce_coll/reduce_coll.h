@@ -12,4 +12,7 @@ zap_status_t zap_reduce_binomial_init(zap_coll_op_t *op);     /* reduce_binomial
 zap_status_t zap_reduce_rabenseifner_init(zap_coll_op_t *op); /* reduce_rabenseifner.c */
 zap_status_t zap_reduce_shm_init(zap_coll_op_t *op);          /* reduce_shm.c */
 zap_status_t zap_reduce_hier_init(zap_coll_op_t *op);         /* reduce_hier.c: ranks on several hosts */
+/* The fast form of its calls up to a slot (engine/fast.h). */
+bool zap_reduce_shm_fast_setup(const zap_comm_t *comm, const zap_coll_args_t *a, zap_coll_shm_fast_t *f);
+void zap_reduce_shm_fast_finish(const zap_comm_t *comm, const zap_coll_args_t *a, const zap_coll_shm_fast_t *f);
 #endif

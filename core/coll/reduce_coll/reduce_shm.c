@@ -153,3 +153,22 @@ zap_status_t zap_reduce_shm_init(zap_coll_op_t *op)
     op->progress = large_progress;
     return ZAP_OK;
 }
+
+/* Up to a slot: every rank writes its vector, the root reads every slot and
+ * reduces in rank order, as the exchange does (agree/agree_shm.c). */
+bool zap_reduce_shm_fast_setup(const zap_comm_t *comm, const zap_coll_args_t *a, zap_coll_shm_fast_t *f)
+{
+    f->src = a->src;
+    f->bytes = a->bytes;
+    f->need = comm->rank == a->root ? ~UINT64_C(0) : 0;
+    return true;
+}
+
+void zap_reduce_shm_fast_finish(const zap_comm_t *comm, const zap_coll_args_t *a, const zap_coll_shm_fast_t *f)
+{
+    if (comm->rank != a->root)
+        return;
+    memcpy(a->dst, zap_coll_agree_shm_fast_slot(comm, f, 0), a->bytes);
+    for (int q = 1; q < comm->size; q++)
+        zap_reduce_cpu(a->dt, a->op, a->dst, a->dst, zap_coll_agree_shm_fast_slot(comm, f, q), a->count);
+}

@@ -22,6 +22,7 @@
 #include "coll/scatter/scatter.h"
 #include "coll/comm_impl.h"
 #include "coll/engine/mem.h"
+#include "coll/engine/fast.h"
 #include "coll/engine/select.h"
 #include "coll/engine/step.h"
 #include "coll/hier/hier.h"
@@ -180,6 +181,10 @@ const zap_coll_desc_t zap_scatterv_desc = {
     .form = scatter_form,
     .needs_setup = true,
     .setting = ZAP_CFG_COUNT,
+    .fast_alg = ZAP_SC_SHM,
+    .fast_votes = true,
+    .fast_setup = zap_scatter_shm_fast_setup,
+    .fast_finish = zap_scatter_shm_fast_finish,
 };
 
 /* This rank's own argument error, logged; ZAP_OK when there is none. */
@@ -213,11 +218,13 @@ static zap_status_t check(const zap_comm_t *comm, bool is_v, const void *sendbuf
     return ZAP_OK;
 }
 
+/* Posts the call (req_p), or runs it to completion (blocking: req_p NULL,
+ * the fast form where it applies, engine/fast.h). */
 static zap_status_t post(zap_comm_t *comm, bool is_v, const void *sendbuf, const size_t *counts,
                          const ptrdiff_t *displs, size_t fixed, void *recvbuf, size_t recvcount, zap_dtype_t dt, int root,
-                         zap_request_t **req_p)
+                         bool blocking, zap_request_t **req_p)
 {
-    if (comm == NULL || req_p == NULL)
+    if (comm == NULL || (req_p == NULL && !blocking))
         return ZAP_ERR_INVALID_PARAM;
     zap_status_t local = check(comm, is_v, sendbuf, counts, displs, fixed, recvbuf, recvcount, dt, root);
     zap_coll_args_t a = {.src = sendbuf, .dst = recvbuf, .count = recvcount, .fixed = fixed,
@@ -228,36 +235,30 @@ static zap_status_t post(zap_comm_t *comm, bool is_v, const void *sendbuf, const
         a.mem = zap_coll_mem_kind(comm, recvbuf, a.bytes);
     }
     a.empty = !is_v && fixed == 0; /* a v-form's counts are the root's alone: not known everywhere */
+    if (blocking)
+        return zap_coll_call(comm, &zap_scatterv_desc, &a, local);
     return zap_coll_post(comm, &zap_scatterv_desc, &a, local, req_p);
 }
 
 zap_status_t zap_iscatterv(zap_comm_t *comm, const void *sendbuf, const size_t *counts, const ptrdiff_t *displs,
                            void *recvbuf, size_t recvcount, zap_dtype_t dt, int root, zap_request_t **req_p)
 {
-    return post(comm, true, sendbuf, counts, displs, 0, recvbuf, recvcount, dt, root, req_p);
+    return post(comm, true, sendbuf, counts, displs, 0, recvbuf, recvcount, dt, root, false, req_p);
 }
 
 zap_status_t zap_iscatter(zap_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count, zap_dtype_t dt,
                           int root, zap_request_t **req_p)
 {
-    return post(comm, false, sendbuf, NULL, NULL, count, recvbuf, count, dt, root, req_p);
+    return post(comm, false, sendbuf, NULL, NULL, count, recvbuf, count, dt, root, false, req_p);
 }
 
 zap_status_t zap_scatterv(zap_comm_t *comm, const void *sendbuf, const size_t *counts, const ptrdiff_t *displs,
                           void *recvbuf, size_t recvcount, zap_dtype_t dt, int root)
 {
-    zap_request_t *req = NULL;
-    zap_status_t st = zap_iscatterv(comm, sendbuf, counts, displs, recvbuf, recvcount, dt, root, &req);
-    if (st != ZAP_OK)
-        return st;
-    return zap_coll_wait_free(req);
+    return post(comm, true, sendbuf, counts, displs, 0, recvbuf, recvcount, dt, root, true, NULL);
 }
 
 zap_status_t zap_scatter(zap_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count, zap_dtype_t dt, int root)
 {
-    zap_request_t *req = NULL;
-    zap_status_t st = zap_iscatter(comm, sendbuf, recvbuf, count, dt, root, &req);
-    if (st != ZAP_OK)
-        return st;
-    return zap_coll_wait_free(req);
+    return post(comm, false, sendbuf, NULL, NULL, count, recvbuf, count, dt, root, true, NULL);
 }

@@ -36,4 +36,7 @@ zap_status_t zap_scatter_shm_copy_init(zap_coll_op_t *op);
  * bytes packed in rank order, this rank's block at at, bytes long. The next
  * progress call runs it. */
 void zap_scatter_shm_copy_start(zap_coll_op_t *op, size_t total, size_t at, size_t bytes);
+/* The fast form of its calls up to a slot (engine/fast.h). */
+bool zap_scatter_shm_fast_setup(const zap_comm_t *comm, const zap_coll_args_t *a, zap_coll_shm_fast_t *f);
+void zap_scatter_shm_fast_finish(const zap_comm_t *comm, const zap_coll_args_t *a, const zap_coll_shm_fast_t *f);
 #endif

@@ -258,3 +258,25 @@ zap_status_t zap_scatter_shm_init(zap_coll_op_t *op)
     op->progress = table_finish;
     return ZAP_OK;
 }
+
+/* The blocks within the root's slot: one-way, as in zap_scatter_shm_init. */
+bool zap_scatter_shm_fast_setup(const zap_comm_t *comm, const zap_coll_args_t *a, zap_coll_shm_fast_t *f)
+{
+    size_t total = a->fixed * zap_dtype_size(a->dt) * (size_t)comm->size;
+    if (is_v(a) || total > ZAP_COLL_SHM_PAYLOAD)
+        return false;
+    bool root = comm->rank == a->root;
+    f->src = root ? a->src : NULL;
+    f->bytes = root ? total : 0;
+    f->need = root ? 0 : UINT64_C(1) << a->root;
+    f->words[ZAP_HDR_LANES] |= UINT64_C(1) << (8 * ZAP_COLL_LANE_VOTE_HOST); /* the vote above: yes, unread */
+    return true;
+}
+
+void zap_scatter_shm_fast_finish(const zap_comm_t *comm, const zap_coll_args_t *a, const zap_coll_shm_fast_t *f)
+{
+    size_t blk = a->fixed * zap_dtype_size(a->dt);
+    int r = comm->rank;
+    const char *from = r == a->root ? (const char *)a->src : (const char *)zap_coll_agree_shm_fast_slot(comm, f, a->root);
+    memcpy(a->dst, from + (size_t)r * blk, blk);
+}

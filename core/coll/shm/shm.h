@@ -99,6 +99,7 @@ typedef struct zap_coll_shm {
     _Atomic uint64_t *done_line; /* rank q's published done at done_line + 8 q (one cache line each) */
     uint64_t safe;              /* every rank's done line was at least this when last read */
     uint64_t chain;             /* hash of the agreed arguments of exchanges 1 .. done (agree_shm.c) */
+    uint64_t prepub;            /* an exchange the fast form wrote and handed to an operation (0: none) */
     bool abandoned;             /* an exchange was given up half way: the rest cannot run */
     /* The large area (big_bytes 0: none). */
     size_t big_bytes;           /* the largest vector it carries, a multiple of 4 KiB */

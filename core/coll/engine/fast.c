@@ -1,0 +1,67 @@
+/* Blocking calls and the fast form of small ones (fast.h). What the fast
+ * form leaves out is the operation: taking and clearing it, choosing its
+ * candidates, the progress and wait loops and the free, together several
+ * times the cost of the exchange itself for a broadcast of a few bytes. */
+#include "coll/engine/fast.h"
+#include "coll/coll_test.h"
+#include "coll/engine/mem.h"
+#include "coll/shm/shm.h"
+#include "cuda_coll.h"
+
+/* How long a fast call polls for a slot it needs before it hands over to an
+ * operation: about what the operation's own setup costs, so a peer a little
+ * behind is met here. None when oversubscribed: the peer may need this core. */
+#define FAST_POLLS 256
+
+/* Whether a call of desc with args a may take the fast form: comm's ranks
+ * share a segment, nothing is in flight or revoked, the buffers are host
+ * memory, and the last call of the same size and flags chose desc's fast
+ * algorithm with nothing to vote on, agreeing in shared memory. The
+ * operation would choose the same (engine/select.c, choose()). */
+static bool eligible(zap_comm_t *comm, const zap_coll_desc_t *desc, const zap_coll_args_t *a)
+{
+    if (desc->fast_setup == NULL || comm->shm == NULL || comm->setup != ZAP_COLL_SETUP_DONE ||
+        a->mem != ZAP_MEM_HOST || a->bytes > ZAP_COLL_SHM_PAYLOAD || a->bytes > comm->shm_bytes ||
+        !zap_coll_op_quiet(comm))
+        return false;
+    const zap_coll_cands_memo_t *m = &comm->memo[desc->kind];
+    return m->n > 0 && m->bytes == a->bytes && m->gpu == zap_gpu_can_move(ZAP_MEM_HOST) && (m->votes == 0 || desc->fast_votes) &&
+           m->call_flags == a->call_flags && m->cand[0] == desc->fast_alg &&
+           zap_coll_form_of(desc, comm) == ZAP_COLL_FORM_SHM;
+}
+
+unsigned long long zap_coll_test_fast_calls(const zap_comm_t *comm)
+{
+    return comm != NULL ? (unsigned long long)comm->fast_calls : 0;
+}
+
+zap_status_t zap_coll_call(zap_comm_t *comm, const zap_coll_desc_t *desc, const zap_coll_args_t *a,
+                           zap_status_t local)
+{
+    bool handed = false;
+    if (local == ZAP_OK && !a->empty && eligible(comm, desc, a)) {
+        zap_coll_shm_fast_t f;
+        zap_coll_hdr_words(f.words, desc->kind, desc->fast_alg, a->hdr_count, a->dt, a->op, a->root, a->hdr_extra);
+        zap_status_t st = desc->fast_setup(comm, a, &f)
+                              ? zap_coll_agree_shm_fast_open(comm, &f, comm->oversubscribed ? 0 : FAST_POLLS)
+                              : ZAP_ERR_UNSUPPORTED;
+        if (st == ZAP_OK) {
+            comm->seq++; /* the number the operation would have taken */
+            desc->fast_finish(comm, a, &f);
+            zap_coll_agree_shm_fast_close(comm, &f);
+            comm->fast_calls++;
+            return ZAP_OK;
+        }
+        handed = st == ZAP_INPROGRESS;
+    }
+    zap_request_t *req = NULL;
+    zap_status_t st = zap_coll_post(comm, desc, a, local, &req);
+    if (st != ZAP_OK) {
+        if (handed) { /* its slot is written and nothing will complete it */
+            comm->shm->prepub = 0;
+            comm->shm->abandoned = true;
+        }
+        return st;
+    }
+    return zap_coll_wait_free(req);
+}
