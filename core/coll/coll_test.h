@@ -7,7 +7,7 @@
 /* How many exchanges a one-way shared-memory exchange's writer may run ahead
  * of its readers (ZAP_COLL_SHM_BANKS, coll/shm/shm.h, which checks that the
  * two agree). */
-#define ZAP_COLL_TEST_SHM_BANKS 4
+#define ZAP_COLL_TEST_SHM_BANKS 16
 
 ZAP_BEGIN_DECLS
 /* Forces collective's ("allreduce", "bcast") algorithm to name ("auto": the

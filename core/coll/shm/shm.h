@@ -50,7 +50,7 @@
 #define ZAP_COLL_SHM_MAX_RANKS 64
 #define ZAP_COLL_SHM_SLOT_BYTES 4096
 #define ZAP_COLL_SHM_WORDS 4 /* the argument header's words, as this rank's own (min = max) */
-#define ZAP_COLL_SHM_BANKS 4 /* a power of two: how far a writer may run ahead of its readers */
+#define ZAP_COLL_SHM_BANKS 16 /* a power of two: how far a writer may run ahead of its readers */
 /* The payload a slot carries: what the exchange's inline area (header and
  * payload, ZAP_COLL_AGREE_INLINE_BYTES) can hold as the result. */
 #define ZAP_COLL_SHM_PAYLOAD ZAP_COLL_SHM_MAX_BYTES
