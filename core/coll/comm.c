@@ -6,6 +6,7 @@
 #include "coll/comm_impl.h"
 #include "coll/engine/mem.h"
 #include "coll/engine/op.h"
+#include "coll/engine/fast.h"
 #include "coll/engine/select.h"
 #include "coll/engine/step.h"
 #include "coll/gpu/gpu.h"
@@ -65,6 +66,9 @@ static zap_comm_t *comm_alloc(zap_transport_t *t, int rank, int size, int *ranks
     c->ctx = ZAP_COLL_CTX_ZAP; /* zap's creation exchange, until the communicator has its own */
     zap_transport_base_init(&c->req_base, &zap_coll_req_ops, rank, size, NULL, false);
     c->req_base.timeout_s = set->timeout; /* zap_request_wait's default deadline on its requests */
+    zap_transport_base_init(&c->done_base, &zap_coll_done_ops, rank, size, NULL, false);
+    zap_request_base_init(&c->done_req, &c->done_base, ZAP_REQ_SEND, -1, 0);
+    zap_request_complete(&c->done_req, ZAP_OK);
     c->notices_seen = zap_transport_notice_count(t); /* earlier ones are other communicators' */
     zap_transport_caps_t caps;
     c->sleeping_wait = zap_transport_caps(t, &caps) == ZAP_OK && strcmp(caps.name, "inproc") == 0;

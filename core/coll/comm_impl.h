@@ -128,7 +128,11 @@ struct zap_comm {
         zap_buf_t buf;
         zap_pool_t *pool;
     } keep[ZAP_COLL_KEEP];
-    uint64_t fast_calls; /* blocking calls that ran without an operation (engine/fast.c) */
+    uint64_t fast_calls; /* calls that ran without an operation (engine/fast.c) */
+    /* The request every non-blocking call that completed in the fast form
+     * returns: shared, complete with ZAP_OK, and freeing it does nothing. */
+    zap_transport_t done_base;
+    zap_request_t done_req;
     uint32_t child_ctx; /* zap's ids for the hierarchy's communicators (this and the next), 0: none agreed yet */
 };
 

@@ -68,6 +68,12 @@
  * (ZAP_COMM_ATTR_SHARED_MEMORY): its free finishes it, reading and writing
  * the buffers during the call as a wait would, for at most the communicator's
  * timeout, so the other ranks complete normally.
+ * A small call on such a communicator may complete inside its zap_i* post
+ * (its exchange in shared memory found everything it needed there, with
+ * nothing else of the communicator in flight: docs/collectives.md, "The fast
+ * form"): its buffers are then already read and written, and the request is
+ * one the communicator shares among such calls, complete with ZAP_OK, which
+ * is tested, waited on and freed as any other (freeing it does nothing).
  * A request must be freed before its communicator is destroyed (destroy
  * cancels and frees leftovers, with a warning). */
 #ifndef ZAP_COLL_H

@@ -326,6 +326,32 @@ TEST_F(Oneway, SmallBlockingCallsTakeTheFastForm)
     EXPECT_GE(total, (unsigned long long)n) << "allreduces: at least one rank per call comes last";
 }
 
+// A non-blocking broadcast's root needs nothing of its readers: in the fast
+// form it completes inside its post, with the communicator's shared
+// completed request, which tests, waits and frees like any other.
+TEST_F(Oneway, NonBlockingRootCompletesInItsPost)
+{
+    int rank = MpiRank();
+    sum_ok(1);
+    int32_t first = rank == 0 ? 41 : -1;
+    ASSERT_EQ(zap_bcast(comm_, &first, 1, ZAP_DT_INT32, 0), ZAP_OK); /* the size is chosen */
+    EXPECT_EQ(first, 41);
+    for (int i = 0; i < 4; i++) {
+        int32_t v = rank == 0 ? 100 + i : -1;
+        zap_request_t *req = nullptr;
+        ASSERT_EQ(zap_ibcast(comm_, &v, 1, ZAP_DT_INT32, 0, &req), ZAP_OK);
+        if (rank == 0) {
+            int done = 0;
+            EXPECT_EQ(zap_request_test(req, &done), ZAP_OK);
+            EXPECT_EQ(done, 1) << "call " << i;
+        }
+        EXPECT_EQ(zap_request_wait(req), ZAP_OK);
+        zap_request_free(req);
+        EXPECT_EQ(v, 100 + i);
+    }
+    sum_ok(2);
+}
+
 // One rank has a non-blocking call in flight, so its blocking calls run as
 // operations, while the other ranks take the fast form: they meet in the
 // same exchanges.

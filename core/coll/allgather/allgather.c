@@ -208,7 +208,7 @@ static zap_status_t post(zap_comm_t *comm, const void *sendbuf, size_t sendcount
     a.empty = total == 0;
     if (blocking) /* the fast form where it applies (engine/fast.h) */
         return zap_coll_call(comm, &zap_allgatherv_desc, &a, local);
-    return zap_coll_post(comm, &zap_allgatherv_desc, &a, local, req_p);
+    return zap_coll_ipost(comm, &zap_allgatherv_desc, &a, local, req_p);
 }
 
 zap_status_t zap_iallgatherv(zap_comm_t *comm, const void *sendbuf, size_t sendcount, void *recvbuf,

@@ -172,7 +172,7 @@ zap_status_t zap_iallreduce(zap_comm_t *comm, const void *sendbuf, void *recvbuf
         return ZAP_ERR_INVALID_PARAM;
     zap_coll_args_t a;
     zap_status_t local = args_of(comm, sendbuf, recvbuf, count, dt, zop, &a);
-    return zap_coll_post(comm, &zap_allreduce_desc, &a, local, req_p);
+    return zap_coll_ipost(comm, &zap_allreduce_desc, &a, local, req_p);
 }
 
 zap_status_t zap_allreduce(zap_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count, zap_dtype_t dt,

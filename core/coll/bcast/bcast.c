@@ -126,7 +126,7 @@ zap_status_t zap_ibcast(zap_comm_t *comm, void *buf, size_t count, zap_dtype_t d
         return ZAP_ERR_INVALID_PARAM;
     zap_coll_args_t a;
     zap_status_t local = args_of(comm, buf, count, dt, root, &a);
-    return zap_coll_post(comm, &zap_bcast_desc, &a, local, req_p);
+    return zap_coll_ipost(comm, &zap_bcast_desc, &a, local, req_p);
 }
 
 zap_status_t zap_bcast(zap_comm_t *comm, void *buf, size_t count, zap_dtype_t dt, int root)

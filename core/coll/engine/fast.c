@@ -35,33 +35,85 @@ unsigned long long zap_coll_test_fast_calls(const zap_comm_t *comm)
     return comm != NULL ? (unsigned long long)comm->fast_calls : 0;
 }
 
+/* The fast form of the call, polling up to polls times for the slots it
+ * reads: ZAP_OK (done), ZAP_INPROGRESS (handed over: post it now) or
+ * ZAP_ERR_UNSUPPORTED (not taken, nothing written). */
+static zap_status_t try_fast(zap_comm_t *comm, const zap_coll_desc_t *desc, const zap_coll_args_t *a,
+                             zap_status_t local, unsigned polls)
+{
+    if (local != ZAP_OK || a->empty || !eligible(comm, desc, a))
+        return ZAP_ERR_UNSUPPORTED;
+    zap_coll_shm_fast_t f;
+    zap_coll_hdr_words(f.words, desc->kind, desc->fast_alg, a->hdr_count, a->dt, a->op, a->root, a->hdr_extra);
+    if (!desc->fast_setup(comm, a, &f))
+        return ZAP_ERR_UNSUPPORTED;
+    zap_status_t st = zap_coll_agree_shm_fast_open(comm, &f, comm->oversubscribed ? 0 : polls);
+    if (st != ZAP_OK)
+        return st;
+    comm->seq++; /* the number the operation would have taken */
+    desc->fast_finish(comm, a, &f);
+    zap_coll_agree_shm_fast_close(comm, &f);
+    comm->fast_calls++;
+    return ZAP_OK;
+}
+
+/* Posts the call as an operation; a call handed over whose operation
+ * cannot be taken leaves its slot written with nothing to complete it. */
+static zap_status_t post(zap_comm_t *comm, const zap_coll_desc_t *desc, const zap_coll_args_t *a,
+                         zap_status_t local, bool handed, zap_request_t **req_p)
+{
+    zap_status_t st = zap_coll_post(comm, desc, a, local, req_p);
+    if (st != ZAP_OK && handed) {
+        comm->shm->prepub = 0;
+        comm->shm->abandoned = true;
+    }
+    return st;
+}
+
 zap_status_t zap_coll_call(zap_comm_t *comm, const zap_coll_desc_t *desc, const zap_coll_args_t *a,
                            zap_status_t local)
 {
-    bool handed = false;
-    if (local == ZAP_OK && !a->empty && eligible(comm, desc, a)) {
-        zap_coll_shm_fast_t f;
-        zap_coll_hdr_words(f.words, desc->kind, desc->fast_alg, a->hdr_count, a->dt, a->op, a->root, a->hdr_extra);
-        zap_status_t st = desc->fast_setup(comm, a, &f)
-                              ? zap_coll_agree_shm_fast_open(comm, &f, comm->oversubscribed ? 0 : FAST_POLLS)
-                              : ZAP_ERR_UNSUPPORTED;
-        if (st == ZAP_OK) {
-            comm->seq++; /* the number the operation would have taken */
-            desc->fast_finish(comm, a, &f);
-            zap_coll_agree_shm_fast_close(comm, &f);
-            comm->fast_calls++;
-            return ZAP_OK;
-        }
-        handed = st == ZAP_INPROGRESS;
-    }
+    zap_status_t st = try_fast(comm, desc, a, local, FAST_POLLS);
+    if (st == ZAP_OK)
+        return ZAP_OK;
     zap_request_t *req = NULL;
-    zap_status_t st = zap_coll_post(comm, desc, a, local, &req);
-    if (st != ZAP_OK) {
-        if (handed) { /* its slot is written and nothing will complete it */
-            comm->shm->prepub = 0;
-            comm->shm->abandoned = true;
-        }
+    if ((st = post(comm, desc, a, local, st == ZAP_INPROGRESS, &req)) != ZAP_OK)
         return st;
-    }
     return zap_coll_wait_free(req);
 }
+
+zap_status_t zap_coll_ipost(zap_comm_t *comm, const zap_coll_desc_t *desc, const zap_coll_args_t *a,
+                            zap_status_t local, zap_request_t **req_p)
+{
+    zap_status_t st = try_fast(comm, desc, a, local, 0);
+    if (st == ZAP_OK) {
+        *req_p = &comm->done_req;
+        return ZAP_OK;
+    }
+    return post(comm, desc, a, local, st == ZAP_INPROGRESS, req_p);
+}
+
+/* --- the shared completed request ---------------------------------------------- */
+
+static zap_status_t done_test(zap_request_t *req) { return zap_request_status(req); }
+static zap_status_t done_wait(zap_request_t *req, double deadline)
+{
+    (void)deadline;
+    return zap_request_status(req);
+}
+static void done_free(zap_request_t *req) { (void)req; }
+static zap_status_t done_progress(zap_transport_t *t)
+{
+    (void)t;
+    return ZAP_OK;
+}
+static void done_close(zap_transport_t *t) { (void)t; }
+
+const zap_transport_ops_t zap_coll_done_ops = {
+    .name = "coll-done",
+    .test = done_test,
+    .wait = done_wait,
+    .request_free = done_free,
+    .progress = done_progress,
+    .close = done_close,
+};

@@ -21,4 +21,11 @@
  * ZAP_ERR_NO_MEMORY when no operation can be taken. */
 zap_status_t zap_coll_call(zap_comm_t *comm, const zap_coll_desc_t *desc, const zap_coll_args_t *a,
                            zap_status_t local);
+/* The non-blocking form: the fast form where its slots are already there
+ * (no polling), *req_p then being comm's shared completed request;
+ * otherwise zap_coll_post's operation. Returns as zap_coll_post does. */
+zap_status_t zap_coll_ipost(zap_comm_t *comm, const zap_coll_desc_t *desc, const zap_coll_args_t *a,
+                            zap_status_t local, zap_request_t **req_p);
+/* The ops of that shared request (test and wait: its status; free: nothing). */
+extern const zap_transport_ops_t zap_coll_done_ops;
 #endif

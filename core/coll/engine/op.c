@@ -633,6 +633,8 @@ void zap_coll_op_free_list(zap_comm_t *comm)
 
 int zap_coll_test_agreeing(const zap_request_t *req)
 {
+    if (req->transport->ops != &zap_coll_req_ops)
+        return 0; /* completed in the fast form (engine/fast.h) */
     const zap_coll_op_t *op = (const zap_coll_op_t *)req; /* the request is the operation's first member */
     return op->deferred || op->agreeing;
 }

@@ -136,7 +136,7 @@ static zap_status_t post(zap_comm_t *comm, bool is_v, const void *sendbuf, size_
     a.empty = !is_v && count == 0; /* a v-form's counts are the root's alone: not known everywhere */
     if (blocking) /* the fast form where it applies (engine/fast.h) */
         return zap_coll_call(comm, &zap_gather_desc, &a, local);
-    return zap_coll_post(comm, &zap_gather_desc, &a, local, req_p);
+    return zap_coll_ipost(comm, &zap_gather_desc, &a, local, req_p);
 }
 
 zap_status_t zap_igather(zap_comm_t *comm, const void *sendbuf, size_t count, void *recvbuf, zap_dtype_t dt, int root,

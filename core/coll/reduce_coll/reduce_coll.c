@@ -124,7 +124,7 @@ static zap_status_t post(zap_comm_t *comm, const void *sendbuf, void *recvbuf, s
     a.empty = count == 0;
     if (blocking)
         return zap_coll_call(comm, &zap_reduce_desc, &a, local);
-    return zap_coll_post(comm, &zap_reduce_desc, &a, local, req_p);
+    return zap_coll_ipost(comm, &zap_reduce_desc, &a, local, req_p);
 }
 
 zap_status_t zap_ireduce(zap_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count, zap_dtype_t dt,

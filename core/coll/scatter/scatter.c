@@ -237,7 +237,7 @@ static zap_status_t post(zap_comm_t *comm, bool is_v, const void *sendbuf, const
     a.empty = !is_v && fixed == 0; /* a v-form's counts are the root's alone: not known everywhere */
     if (blocking)
         return zap_coll_call(comm, &zap_scatterv_desc, &a, local);
-    return zap_coll_post(comm, &zap_scatterv_desc, &a, local, req_p);
+    return zap_coll_ipost(comm, &zap_scatterv_desc, &a, local, req_p);
 }
 
 zap_status_t zap_iscatterv(zap_comm_t *comm, const void *sendbuf, const size_t *counts, const ptrdiff_t *displs,
