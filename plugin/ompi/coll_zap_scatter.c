@@ -1,9 +1,14 @@
-/* MPI_Scatter(v) and MPI_Iscatter(v) on zap_iscatterv, as bytes.
+/* MPI_Scatter(v) and MPI_Iscatter(v) on zap_iscatter and zap_iscatterv, as
+ * bytes.
  *
- * Both forms use zap's v-form on every rank: the root of an MPI_IN_PLACE
- * scatter keeps its own block, which zap expresses as a zero count for the
- * root, and zap's agreement compares the form across ranks, so the fixed form
- * must look the same on the root and elsewhere.
+ * MPI_Scatter takes zap's fixed form on every rank (zap's agreement compares
+ * the form across ranks, so it may depend on the call only): every block,
+ * the root's too, is the same number of bytes at its place in a dense or
+ * packed send buffer, and the root of an MPI_IN_PLACE scatter, which keeps
+ * its own block, receives its copy into scratch. The fixed form is what
+ * zap's one-way shared-memory scatter and its fast form carry (the v-form's
+ * counts are the root's alone, so every rank must read its table).
+ * MPI_Scatterv takes the v-form, the in-place root's block a zero count.
  *
  * The fixed form's window compares one rank's block (the root's sendcount,
  * every other rank's recvcount: equal by MPI's signature rule). The v-form has
@@ -99,10 +104,17 @@ static int run(coll_zap_coll_t coll, const void *sbuf, int scount, const int *sc
         return MPI_ERR_NO_MEM;
 
     /* Receive side. */
-    size_t rbytes = in_place ? 0 : coll_zap_bytes(rdtype, rcount);
+    bool fixed = coll == COLL_ZAP_SCATTER;
+    size_t rbytes = in_place ? (fixed ? block : 0) : coll_zap_bytes(rdtype, rcount);
     void *zrecv = NULL;
     size_t rtmp = 0;
-    if (!in_place && coll_zap_dense(rdtype, rcount)) {
+    if (in_place && fixed) { /* the root's own copy, discarded: its block stays in sbuf */
+        rtmp = rbytes;
+        r->tmp = malloc(rtmp + 1);
+        if (r->tmp == NULL)
+            r->local_rc = MPI_ERR_NO_MEM;
+        zrecv = r->tmp;
+    } else if (!in_place && coll_zap_dense(rdtype, rcount)) {
         zrecv = coll_zap_start(rbuf, rdtype);
     } else if (!in_place) {
         rtmp = rbytes;
@@ -118,8 +130,7 @@ static int run(coll_zap_coll_t coll, const void *sbuf, int scount, const int *sc
     }
     const void *zsend = NULL;
     if (is_root && r->local_rc == MPI_SUCCESS) {
-        r->local_rc = root_side(r, sbuf, coll == COLL_ZAP_SCATTER ? scount : 0, scounts, disps, sdtype, in_place, rtmp,
-                                &zsend);
+        r->local_rc = root_side(r, sbuf, fixed ? scount : 0, scounts, disps, sdtype, in_place && !fixed, rtmp, &zsend);
         if (rtmp > 0)
             zrecv = r->tmp; /* root_side may have moved the scratch */
     }
@@ -131,8 +142,9 @@ static int run(coll_zap_coll_t coll, const void *sbuf, int scount, const int *sc
     }
     coll_zap_count(coll, nb, COLL_ZAP_TAKEN);
     coll_zap_lock();
-    zap_status_t st = zap_iscatterv(m->zcomm, zsend, r->counts, r->displs, zrecv, rbytes, ZAP_DT_UINT8, root,
-                                    &r->zreq);
+    zap_status_t st = fixed ? zap_iscatter(m->zcomm, zsend, zrecv, rbytes, ZAP_DT_UINT8, root, &r->zreq)
+                            : zap_iscatterv(m->zcomm, zsend, r->counts, r->displs, zrecv, rbytes, ZAP_DT_UINT8, root,
+                                            &r->zreq);
     coll_zap_unlock();
     return coll_zap_req_posted(r, st, request);
 }

@@ -975,6 +975,46 @@ static void scatter_all(MPI_Comm comm, const char *cname)
     }
 }
 
+/* The root's send type with gaps (every other int: its blocks are packed),
+ * the others plain ints; and the same in place on the root. */
+static void scatter_gappy(MPI_Comm comm, const char *cname)
+{
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    MPI_Datatype gap;
+    MPI_Type_vector(16, 1, 2, MPI_INT, &gap);
+    MPI_Type_commit(&gap);
+    for (int in_place = 0; in_place < 2; in_place++) {
+        char kase[96];
+        snprintf(kase, sizeof(kase), "scatter.%s.gappy%s", cname, in_place ? ".inplace" : "");
+        size_t len = 31 * (size_t)size + 1; /* extent of gap is 31 ints: block r starts at int 31 * r */
+        int *send = xmalloc(len * sizeof(int)), recv[16];
+        for (size_t i = 0; i < len; i++)
+            send[i] = rank == 0 ? (int)i * 7 + 1 : -5;
+        for (int i = 0; i < 16; i++)
+            recv[i] = -1;
+        if (in_place && rank == 0) {
+            check_rc(kase, MPI_Scatter(send, 1, gap, MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, 0, comm));
+            for (size_t i = 0; i < len; i++)
+                if (send[i] != (int)i * 7 + 1) {
+                    fail(kase, "the root's send buffer changed");
+                    break;
+                }
+        } else {
+            check_rc(kase, MPI_Scatter(send, 1, gap, recv, 16, MPI_INT, 0, comm));
+            for (int i = 0; i < 16; i++)
+                if (recv[i] != (31 * rank + 2 * i) * 7 + 1) {
+                    fail(kase, "wrong data");
+                    break;
+                }
+            digest(kase, recv, sizeof(recv));
+        }
+        free(send);
+    }
+    MPI_Type_free(&gap);
+}
+
 static void scatterv_all(MPI_Comm comm, const char *cname)
 {
     int rank, size;
@@ -1129,6 +1169,7 @@ static void suite(MPI_Comm comm, const char *cname, int full, int check_order)
     allgather_all(comm, cname);
     allgatherv_all(comm, cname);
     scatter_all(comm, cname);
+    scatter_gappy(comm, cname);
     scatterv_all(comm, cname);
     gather_all(comm, cname, full);
     alltoall_all(comm, cname);
