@@ -136,6 +136,14 @@ zap_status_t zap_bcast_shm_init(zap_coll_op_t *op)
     b->buf = a->dst;
     b->bytes = a->bytes;
     b->chunk_bytes = zap_coll_shm_large_chunk(op, op->agreed);
+    /* A message of a few chunks or less would move as one copy in, then
+     * one copy out: a quarter of it per chunk (at least 8 KiB) lets the
+     * readers copy out while the root still copies in. From the agreed size,
+     * so alike on every rank; a pipeline setting stays as set. */
+    if (b->chunk_bytes == ZAP_COLL_SHM_CHUNK_BYTES && a->bytes < 4 * ZAP_COLL_SHM_CHUNK_BYTES) {
+        size_t quarter = (a->bytes / 4 + 4095) / 4096 * 4096;
+        b->chunk_bytes = quarter < 8192 ? 8192 : quarter;
+    }
     /* At least two ring slots, so the root fills one while the readers
      * empty the other. */
     if (b->chunk_bytes > s->big_bytes / 2)
