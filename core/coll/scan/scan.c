@@ -11,6 +11,7 @@
 #include "coll/scan/scan.h"
 #include "coll/comm_impl.h"
 #include "coll/engine/mem.h"
+#include "coll/engine/fast.h"
 #include "coll/engine/select.h"
 #include "coll/reduce/reduce.h"
 #include "coll/shm/shm.h"
@@ -50,6 +51,9 @@ static zap_coll_form_t exscan_form(const zap_comm_t *comm)
 
 const zap_coll_desc_t zap_scan_desc = {
     .name = "scan",
+    .fast_alg = ZAP_SC_SHM,
+    .fast_setup = zap_scan_shm_fast_setup,
+    .fast_finish = zap_scan_shm_fast_finish,
     .kind = ZAP_COLL_SCAN,
     .algs = algs,
     .nalgs = ZAP_SC_NALGS,
@@ -62,6 +66,9 @@ const zap_coll_desc_t zap_scan_desc = {
 
 const zap_coll_desc_t zap_exscan_desc = {
     .name = "exscan",
+    .fast_alg = ZAP_SC_SHM,
+    .fast_setup = zap_scan_shm_fast_setup,
+    .fast_finish = zap_exscan_shm_fast_finish,
     .kind = ZAP_COLL_EXSCAN,
     .algs = algs,
     .nalgs = ZAP_SC_NALGS,
@@ -72,10 +79,12 @@ const zap_coll_desc_t zap_exscan_desc = {
     .setting = ZAP_CFG_EXSCAN_ALG,
 };
 
+/* Posts the call (req_p), or runs it to completion (blocking: req_p NULL,
+ * the fast form where it applies, engine/fast.h). */
 static zap_status_t post(zap_comm_t *comm, const zap_coll_desc_t *desc, const void *sendbuf, void *recvbuf,
-                         size_t count, zap_dtype_t dt, zap_op_t zop, zap_request_t **req_p)
+                         size_t count, zap_dtype_t dt, zap_op_t zop, bool blocking, zap_request_t **req_p)
 {
-    if (comm == NULL || req_p == NULL)
+    if (comm == NULL || (req_p == NULL && !blocking))
         return ZAP_ERR_INVALID_PARAM;
     const char *name = desc->name;
     zap_status_t local = zap_reduce_check(comm->rank, name, dt, zop, ZAP_MEM_HOST);
@@ -97,37 +106,31 @@ static zap_status_t post(zap_comm_t *comm, const zap_coll_desc_t *desc, const vo
             local = zap_reduce_check(comm->rank, name, dt, zop, a.mem);
     }
     a.empty = count == 0;
-    return zap_coll_post(comm, desc, &a, local, req_p);
+    if (blocking)
+        return zap_coll_call(comm, desc, &a, local);
+    return zap_coll_ipost(comm, desc, &a, local, req_p);
 }
 
 zap_status_t zap_iscan(zap_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count, zap_dtype_t dt,
                        zap_op_t zop, zap_request_t **req_p)
 {
-    return post(comm, &zap_scan_desc, sendbuf, recvbuf, count, dt, zop, req_p);
+    return post(comm, &zap_scan_desc, sendbuf, recvbuf, count, dt, zop, false, req_p);
 }
 
 zap_status_t zap_iexscan(zap_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count, zap_dtype_t dt,
                          zap_op_t zop, zap_request_t **req_p)
 {
-    return post(comm, &zap_exscan_desc, sendbuf, recvbuf, count, dt, zop, req_p);
+    return post(comm, &zap_exscan_desc, sendbuf, recvbuf, count, dt, zop, false, req_p);
 }
 
 zap_status_t zap_scan(zap_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count, zap_dtype_t dt,
                       zap_op_t zop)
 {
-    zap_request_t *req = NULL;
-    zap_status_t st = zap_iscan(comm, sendbuf, recvbuf, count, dt, zop, &req);
-    if (st != ZAP_OK)
-        return st;
-    return zap_coll_wait_free(req);
+    return post(comm, &zap_scan_desc, sendbuf, recvbuf, count, dt, zop, true, NULL);
 }
 
 zap_status_t zap_exscan(zap_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count, zap_dtype_t dt,
                         zap_op_t zop)
 {
-    zap_request_t *req = NULL;
-    zap_status_t st = zap_iexscan(comm, sendbuf, recvbuf, count, dt, zop, &req);
-    if (st != ZAP_OK)
-        return st;
-    return zap_coll_wait_free(req);
+    return post(comm, &zap_exscan_desc, sendbuf, recvbuf, count, dt, zop, true, NULL);
 }

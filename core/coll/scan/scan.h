@@ -12,4 +12,9 @@ enum { ZAP_SC_RD, ZAP_SC_LINEAR, ZAP_SC_SHM, ZAP_SC_NALGS };
 zap_status_t zap_scan_rd_init(zap_coll_op_t *op);     /* scan_rd.c */
 zap_status_t zap_scan_linear_init(zap_coll_op_t *op); /* scan_linear.c */
 zap_status_t zap_scan_shm_init(zap_coll_op_t *op);    /* scan_shm.c: up to a slot */
+/* The fast form of the shared-memory scan and exscan up to a slot
+ * (scan_shm.c, engine/fast.h). */
+bool zap_scan_shm_fast_setup(const zap_comm_t *comm, const zap_coll_args_t *a, zap_coll_shm_fast_t *f);
+void zap_scan_shm_fast_finish(const zap_comm_t *comm, const zap_coll_args_t *a, const zap_coll_shm_fast_t *f);
+void zap_exscan_shm_fast_finish(const zap_comm_t *comm, const zap_coll_args_t *a, const zap_coll_shm_fast_t *f);
 #endif

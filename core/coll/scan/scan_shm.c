@@ -50,3 +50,30 @@ zap_status_t zap_scan_shm_init(zap_coll_op_t *op)
     op->progress = shm_finish;
     return ZAP_OK;
 }
+
+/* The fast form (engine/fast.h): one-way, as above, on host buffers. */
+bool zap_scan_shm_fast_setup(const zap_comm_t *comm, const zap_coll_args_t *a, zap_coll_shm_fast_t *f)
+{
+    f->src = a->src;
+    f->bytes = a->bytes;
+    f->need = (UINT64_C(1) << comm->rank) - 1;
+    return true;
+}
+
+static void reduce_through(const zap_comm_t *comm, const zap_coll_args_t *a, const zap_coll_shm_fast_t *f, int last)
+{
+    memcpy(a->dst, zap_coll_agree_shm_fast_slot(comm, f, 0), a->bytes);
+    for (int q = 1; q <= last; q++)
+        zap_reduce_cpu(a->dt, a->op, a->dst, a->dst, zap_coll_agree_shm_fast_slot(comm, f, q), a->count);
+}
+
+void zap_scan_shm_fast_finish(const zap_comm_t *comm, const zap_coll_args_t *a, const zap_coll_shm_fast_t *f)
+{
+    reduce_through(comm, a, f, comm->rank);
+}
+
+void zap_exscan_shm_fast_finish(const zap_comm_t *comm, const zap_coll_args_t *a, const zap_coll_shm_fast_t *f)
+{
+    if (comm->rank > 0)
+        reduce_through(comm, a, f, comm->rank - 1);
+}
