@@ -58,6 +58,7 @@ typedef struct zap_coll_cands_memo {
     uint8_t votes; /* some candidate votes */
     uint8_t gpu;   /* this rank's buffers were GPU-resident (the GPU path's local predicate) */
     uint8_t call_flags; /* the call's zap_coll_args_t.call_flags: part of the key, like bytes */
+    uint8_t fast;  /* host buffers, and the fast form's algorithm first, agreeing in shared memory (engine/fast.c) */
     uint8_t cand[8];
 } zap_coll_cands_memo_t;
 

@@ -76,11 +76,14 @@ static inline uint64_t mix(uint64_t h, uint64_t v)
     return h ^ (h >> 29);
 }
 
+/* Over the minimum words: a rank's own header has min = max, and a merged
+ * one that differs from them fails its exchange (every rank that read it
+ * sees the mismatch), so the chain only follows exchanges that agreed. */
 static uint64_t chain_next(uint64_t c, const zap_coll_hdr_t *h)
 {
     for (int f = 0; f < ZAP_HDR_LANES; f++)
-        c = mix(mix(c, h->min[f]), h->max[f]);
-    return mix(mix(c, h->min[ZAP_HDR_LANES] & AGREED_LANES), h->max[ZAP_HDR_LANES] & AGREED_LANES);
+        c = mix(c, h->min[f]);
+    return mix(c, h->min[ZAP_HDR_LANES] & AGREED_LANES);
 }
 
 static bool same_agreed(const uint64_t *a, const uint64_t *b)

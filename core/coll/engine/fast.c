@@ -16,8 +16,9 @@
 /* Whether a call of desc with args a may take the fast form: comm's ranks
  * share a segment, nothing is in flight or revoked, the buffers are host
  * memory, and the last call of the same size and flags chose desc's fast
- * algorithm with nothing to vote on, agreeing in shared memory. The
- * operation would choose the same (engine/select.c, choose()). */
+ * algorithm first, agreeing in shared memory, with no vote or only those
+ * the fast form casts (the memo's fast flag, engine/select.c, choose()):
+ * the operation would choose the same. */
 static bool eligible(zap_comm_t *comm, const zap_coll_desc_t *desc, const zap_coll_args_t *a)
 {
     if (desc->fast_setup == NULL || comm->shm == NULL || comm->setup != ZAP_COLL_SETUP_DONE ||
@@ -25,9 +26,7 @@ static bool eligible(zap_comm_t *comm, const zap_coll_desc_t *desc, const zap_co
         !zap_coll_op_quiet(comm))
         return false;
     const zap_coll_cands_memo_t *m = &comm->memo[desc->kind];
-    return m->n > 0 && m->bytes == a->bytes && m->gpu == zap_gpu_can_move(ZAP_MEM_HOST) && (m->votes == 0 || desc->fast_votes) &&
-           m->call_flags == a->call_flags && m->cand[0] == desc->fast_alg &&
-           zap_coll_form_of(desc, comm) == ZAP_COLL_FORM_SHM;
+    return m->n > 0 && m->fast && m->bytes == a->bytes && m->call_flags == a->call_flags;
 }
 
 unsigned long long zap_coll_test_fast_calls(const zap_comm_t *comm)

@@ -172,6 +172,8 @@ static void choose(zap_coll_op_t *op, const zap_coll_desc_t *desc, zap_comm_t *c
         m->votes = 0;
         for (int i = 0; i < m->n; i++)
             m->votes |= desc->algs[m->cand[i]].vote_lane != 0;
+        m->fast = desc->fast_setup != NULL && m->n > 0 && m->cand[0] == desc->fast_alg && op->mem == ZAP_MEM_HOST &&
+                  (m->votes == 0 || desc->fast_votes) && op->form == ZAP_COLL_FORM_SHM;
     }
     op->ncand = m->n;
     memcpy(op->cand, m->cand, sizeof(op->cand));
