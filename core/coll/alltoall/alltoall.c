@@ -17,6 +17,7 @@
 #include "coll/alltoall/alltoall.h"
 #include "coll/comm_impl.h"
 #include "coll/engine/mem.h"
+#include "coll/engine/fast.h"
 #include "coll/engine/select.h"
 #include "coll/shm/shm.h"
 #include "base/log.h"
@@ -71,6 +72,9 @@ const zap_coll_desc_t zap_alltoall_desc = {
     .form = a2a_form,
     .needs_setup = true,
     .setting = ZAP_CFG_ALLTOALL_ALG,
+    .fast_alg = ZAP_A2A_SHM,
+    .fast_setup = zap_alltoall_shm_fast_setup,
+    .fast_finish = zap_alltoall_shm_fast_finish,
 };
 
 /* --- shared by the algorithms ----------------------------------------------- */
@@ -168,9 +172,9 @@ static zap_status_t check(const zap_comm_t *comm, bool is_v, const void *sendbuf
 
 static zap_status_t post(zap_comm_t *comm, bool is_v, const void *sendbuf, const size_t *scounts,
                          const ptrdiff_t *sdispls, size_t count, void *recvbuf, const size_t *rcounts,
-                         const ptrdiff_t *rdispls, zap_dtype_t dt, zap_request_t **req_p)
+                         const ptrdiff_t *rdispls, zap_dtype_t dt, bool blocking, zap_request_t **req_p)
 {
-    if (comm == NULL || req_p == NULL)
+    if (comm == NULL || (req_p == NULL && !blocking))
         return ZAP_ERR_INVALID_PARAM;
     zap_status_t local = check(comm, is_v, sendbuf, scounts, sdispls, count, recvbuf, rcounts, rdispls, dt);
     bool in_place = sendbuf == ZAP_IN_PLACE;
@@ -184,38 +188,31 @@ static zap_status_t post(zap_comm_t *comm, bool is_v, const void *sendbuf, const
         a.mem = zap_coll_mem_kind(comm, recvbuf, is_v ? 1 : count * zap_dtype_size(dt) * (size_t)comm->size);
     }
     a.empty = !is_v && count == 0; /* alltoallv's counts are pairwise: not known everywhere */
-    return zap_coll_post(comm, &zap_alltoall_desc, &a, local, req_p);
+    if (blocking) /* the fast form where it applies (engine/fast.h) */
+        return zap_coll_call(comm, &zap_alltoall_desc, &a, local);
+    return zap_coll_ipost(comm, &zap_alltoall_desc, &a, local, req_p);
 }
 
 zap_status_t zap_ialltoall(zap_comm_t *comm, const void *sendbuf, size_t count, void *recvbuf, zap_dtype_t dt,
                            zap_request_t **req_p)
 {
-    return post(comm, false, sendbuf, NULL, NULL, count, recvbuf, NULL, NULL, dt, req_p);
+    return post(comm, false, sendbuf, NULL, NULL, count, recvbuf, NULL, NULL, dt, false, req_p);
 }
 
 zap_status_t zap_ialltoallv(zap_comm_t *comm, const void *sendbuf, const size_t *sendcounts, const ptrdiff_t *sdispls,
                             void *recvbuf, const size_t *recvcounts, const ptrdiff_t *rdispls, zap_dtype_t dt,
                             zap_request_t **req_p)
 {
-    return post(comm, true, sendbuf, sendcounts, sdispls, 0, recvbuf, recvcounts, rdispls, dt, req_p);
+    return post(comm, true, sendbuf, sendcounts, sdispls, 0, recvbuf, recvcounts, rdispls, dt, false, req_p);
 }
 
 zap_status_t zap_alltoall(zap_comm_t *comm, const void *sendbuf, size_t count, void *recvbuf, zap_dtype_t dt)
 {
-    zap_request_t *req = NULL;
-    zap_status_t st = zap_ialltoall(comm, sendbuf, count, recvbuf, dt, &req);
-    if (st != ZAP_OK)
-        return st;
-    return zap_coll_wait_free(req);
+    return post(comm, false, sendbuf, NULL, NULL, count, recvbuf, NULL, NULL, dt, true, NULL);
 }
 
 zap_status_t zap_alltoallv(zap_comm_t *comm, const void *sendbuf, const size_t *sendcounts, const ptrdiff_t *sdispls,
                            void *recvbuf, const size_t *recvcounts, const ptrdiff_t *rdispls, zap_dtype_t dt)
 {
-    zap_request_t *req = NULL;
-    zap_status_t st =
-        zap_ialltoallv(comm, sendbuf, sendcounts, sdispls, recvbuf, recvcounts, rdispls, dt, &req);
-    if (st != ZAP_OK)
-        return st;
-    return zap_coll_wait_free(req);
+    return post(comm, true, sendbuf, sendcounts, sdispls, 0, recvbuf, recvcounts, rdispls, dt, true, NULL);
 }

@@ -67,4 +67,8 @@ zap_status_t zap_a2a_check_recv(const zap_coll_op_t *op, int j, zap_status_t st,
  * ZAP_INPROGRESS, ZAP_OK, ZAP_ERR_INVALID_PARAM (this rank saw one),
  * ZAP_ERR_MISMATCH (another did) or a transport error. */
 zap_status_t zap_a2a_status(zap_coll_op_t *op, bool bad, bool *started);
+/* The fast form of the shared-memory alltoall up to a slot (alltoall_shm.c,
+ * engine/fast.h). */
+bool zap_alltoall_shm_fast_setup(const zap_comm_t *comm, const zap_coll_args_t *a, zap_coll_shm_fast_t *f);
+void zap_alltoall_shm_fast_finish(const zap_comm_t *comm, const zap_coll_args_t *a, const zap_coll_shm_fast_t *f);
 #endif

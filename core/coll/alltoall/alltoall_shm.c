@@ -101,3 +101,25 @@ zap_status_t zap_alltoall_shm_init(zap_coll_op_t *op)
     op->progress = large_progress;
     return ZAP_OK;
 }
+
+/* The fast form (engine/fast.h) of the slots' exchange above. */
+bool zap_alltoall_shm_fast_setup(const zap_comm_t *comm, const zap_coll_args_t *a, zap_coll_shm_fast_t *f)
+{
+    size_t all = a->fixed * zap_dtype_size(a->dt) * (size_t)comm->size;
+    if (zap_a2a_is_v(a) || all == 0 || all > ZAP_COLL_SHM_PAYLOAD)
+        return false;
+    f->src = zap_a2a_in_place(a) ? a->dst : a->src;
+    f->bytes = all;
+    f->need = ~UINT64_C(0);
+    return true;
+}
+
+/* As small_finish: recvbuf is written only from the slots, so in place too. */
+void zap_alltoall_shm_fast_finish(const zap_comm_t *comm, const zap_coll_args_t *a, const zap_coll_shm_fast_t *f)
+{
+    size_t blk = a->fixed * zap_dtype_size(a->dt);
+    int r = comm->rank;
+    for (int q = 0; q < comm->size; q++)
+        memcpy((char *)a->dst + (size_t)q * blk, (const char *)zap_coll_agree_shm_fast_slot(comm, f, q) + (size_t)r * blk,
+               blk);
+}
