@@ -4,12 +4,11 @@
 #define ZAP_COLL_TEST_H
 #include "zap/coll.h"
 
-/* How many exchanges a one-way shared-memory exchange's writer may run ahead
- * of its readers (ZAP_COLL_SHM_BANKS, coll/shm/shm.h, which checks that the
- * two agree). */
-#define ZAP_COLL_TEST_SHM_BANKS 16
-
 ZAP_BEGIN_DECLS
+/* How many exchanges a one-way shared-memory exchange's writer may run ahead
+ * of its readers on a communicator of p ranks (the segment's banks,
+ * coll/shm/shm.h). */
+int zap_coll_test_shm_banks(int p);
 /* Forces collective's ("allreduce", "bcast") algorithm to name ("auto": the
  * automatic choice) from comm's next call on, as params would have at
  * creation: for the suites that switch algorithms between calls on one

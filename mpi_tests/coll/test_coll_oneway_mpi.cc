@@ -1,7 +1,7 @@
 // The one-way shared-memory exchanges (agree/agree_shm.c, coll/shm/shm.h):
 // small broadcasts, scatters, gathers, reduces and scans on ranks of one
 // host, whose writers do not wait for their readers (up to
-// ZAP_COLL_SHM_BANKS exchanges ahead), and how a mismatch that only some
+// the segment's banks of exchanges ahead), and how a mismatch that only some
 // ranks can see reaches every rank: the rank that sees it fails and revokes
 // the communicator, so every other rank fails that call or its next one.
 // Every rank of these runs is on one host, so each communicator has its
@@ -19,7 +19,9 @@ extern "C" {
 
 namespace {
 
-const int kAhead = ZAP_COLL_TEST_SHM_BANKS;
+/* The banks of slots: how far a writer runs ahead (every test here runs on
+ * MPI_COMM_WORLD's ranks). */
+int ahead() { return zap_coll_test_shm_banks(MpiSize()); }
 
 class Oneway : public ::testing::Test {
   protected:
@@ -67,7 +69,7 @@ class Oneway : public ::testing::Test {
 };
 zap_transport_t *Oneway::t_ = nullptr;
 
-// The root completes kAhead broadcasts before any other rank has entered the
+// The root completes ahead() broadcasts before any other rank has entered the
 // first: the others wait for a message the root sends only afterwards, so a
 // root that waited for its readers would never get there (the test would
 // time out).
@@ -76,9 +78,9 @@ TEST_F(Oneway, BroadcastRootCompletesBeforeItsReadersArrive)
     int rank = MpiRank(), size = MpiSize();
     for (int root : {0, size - 1}) {
         sum_ok(1);
-        std::vector<std::vector<int64_t>> bufs(kAhead, std::vector<int64_t>(3, -1));
+        std::vector<std::vector<int64_t>> bufs(ahead(), std::vector<int64_t>(3, -1));
         if (rank == root) {
-            for (int i = 0; i < kAhead; i++) {
+            for (int i = 0; i < ahead(); i++) {
                 bufs[i] = {i, 100 + i, 200 + i};
                 ASSERT_EQ(zap_bcast(comm_, bufs[i].data(), 3, ZAP_DT_INT64, root), ZAP_OK);
             }
@@ -88,7 +90,7 @@ TEST_F(Oneway, BroadcastRootCompletesBeforeItsReadersArrive)
         } else {
             int token = -1;
             MPI_Recv(&token, 1, MPI_INT, root, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-            for (int i = 0; i < kAhead; i++) {
+            for (int i = 0; i < ahead(); i++) {
                 ASSERT_EQ(zap_bcast(comm_, bufs[i].data(), 3, ZAP_DT_INT64, root), ZAP_OK);
                 EXPECT_EQ(bufs[i][0], i) << "root " << root << " call " << i;
                 EXPECT_EQ(bufs[i][2], 200 + i) << "root " << root << " call " << i;
@@ -99,13 +101,13 @@ TEST_F(Oneway, BroadcastRootCompletesBeforeItsReadersArrive)
 }
 
 // The same for the other side: a gather's (and a reduce's) non-roots write
-// and go on; the root, arriving after kAhead calls of theirs, finds every
+// and go on; the root, arriving after ahead() calls of theirs, finds every
 // block still there.
 TEST_F(Oneway, GatherAndReduceContributorsCompleteBeforeTheRootArrives)
 {
     int rank = MpiRank(), size = MpiSize(), root = size - 1;
     sum_ok(1);
-    const int n = kAhead / 2;
+    const int n = ahead() / 2;
     std::vector<std::vector<int32_t>> g(n, std::vector<int32_t>(2 * (size_t)size, -1));
     std::vector<std::vector<int64_t>> r(n, std::vector<int64_t>(2, -1));
     if (rank == root) {
@@ -204,7 +206,7 @@ TEST_F(Oneway, LongMixedStreamStaysRight)
 TEST_F(Oneway, OutstandingBroadcastsCompleteInOrder)
 {
     int rank = MpiRank(), size = MpiSize();
-    const int n = 3 * kAhead;
+    const int n = 3 * ahead();
     std::vector<std::vector<int32_t>> bufs(n, std::vector<int32_t>(4, -1));
     std::vector<zap_request_t *> reqs(n, nullptr);
     for (int i = 0; i < n; i++) {
@@ -367,7 +369,7 @@ TEST_F(Oneway, FastAndOperationRanksMeet)
         if (rank != round % size) {
             ASSERT_EQ(zap_request_wait(req), ZAP_OK);
         }
-        for (int i = 0; i < 2 * kAhead; i++) {
+        for (int i = 0; i < 2 * ahead(); i++) {
             int32_t b = rank == 1 % size ? 1000 * round + i : -1;
             ASSERT_EQ(zap_bcast(comm_, &b, 1, ZAP_DT_INT32, 1 % size), ZAP_OK);
             EXPECT_EQ(b, 1000 * round + i);

@@ -62,7 +62,7 @@ static bool hdr_agreed(const zap_coll_hdr_t *h)
     return ((h->max[ZAP_HDR_LANES] >> (8 * ZAP_COLL_LANE_BAD)) & 0xff) == 0;
 }
 
-_Static_assert(ZAP_COLL_TEST_SHM_BANKS == ZAP_COLL_SHM_BANKS, "the test hook says how far a writer runs ahead");
+int zap_coll_test_shm_banks(int p) { return (int)zap_coll_shm_banks(p); }
 
 /* The lanes every rank must share (kind, algorithm, datatype, op): the
  * chain leaves out the votes and the bad mark, which differ by rank. */
@@ -142,14 +142,14 @@ void zap_coll_agree_shm_need(zap_coll_op_t *op, uint64_t need)
  * while the readers keep up. */
 static bool bank_free_now(zap_coll_shm_t *s, uint64_t seq)
 {
-    if (seq <= ZAP_COLL_SHM_BANKS || s->safe >= seq - ZAP_COLL_SHM_BANKS)
+    if (seq <= s->banks || s->safe >= seq - s->banks)
         return true;
     uint64_t low = UINT64_MAX;
     for (int q = 0; q < s->size; q++) {
         uint64_t v = atomic_load_explicit(zap_coll_shm_done_line(s, q), memory_order_acquire);
         low = v < low ? v : low;
     }
-    if (low < seq - ZAP_COLL_SHM_BANKS)
+    if (low < seq - s->banks)
         return false;
     s->safe = low;
     return true;
@@ -160,7 +160,7 @@ static zap_status_t bank_free(zap_coll_op_t *op, zap_coll_shm_t *s, uint64_t seq
 {
     if (bank_free_now(s, seq))
         return ZAP_OK;
-    uint64_t want = seq - ZAP_COLL_SHM_BANKS;
+    uint64_t want = seq - s->banks;
     zap_status_t st = zap_coll_shm_gather(op, zap_coll_shm_done_line(s, 0), 8 * sizeof(uint64_t), want, true,
                                           &op->agree.shm_wait);
     if (st == ZAP_OK)

@@ -8,9 +8,9 @@
  *
  * Layout: a page holding a magic, a random token, each rank's pid and the
  * address it mapped the segment at (the single-copy probe), then
- * ZAP_COLL_SHM_BANKS banks of one slot per rank, then one cache line per
+ * zap_coll_shm_banks(p) banks of one slot per rank, then one cache line per
  * rank holding the last exchange it has read through (its done line).
- * Exchange k (1, 2, ... on the communicator) uses bank k % BANKS. A slot is
+ * Exchange k (1, 2, ... on the communicator) uses bank k % banks. A slot is
  * the sequence number, the argument words and the chain (agree_shm.c), then
  * the payload (up to ZAP_COLL_SHM_PAYLOAD bytes): an 8-byte vector and its
  * header are one cache line. The writer stores the words and the payload,
@@ -50,7 +50,11 @@
 #define ZAP_COLL_SHM_MAX_RANKS 64
 #define ZAP_COLL_SHM_SLOT_BYTES 4096
 #define ZAP_COLL_SHM_WORDS 4 /* the argument header's words, as this rank's own (min = max) */
-#define ZAP_COLL_SHM_BANKS 16 /* a power of two: how far a writer may run ahead of its readers */
+/* Banks of slots, a power of two: how far a writer may run ahead of its
+ * readers. Deeper on few ranks, where it costs least and where a reader
+ * descheduled on an oversubscribed node would stall a shallower pipeline:
+ * 64 up to 4 ranks, 16 beyond (the same on every rank: it follows p). */
+static inline unsigned zap_coll_shm_banks(int p) { return p <= 4 ? 64u : 16u; }
 /* The payload a slot carries: what the exchange's inline area (header and
  * payload, ZAP_COLL_AGREE_INLINE_BYTES) can hold as the result. */
 #define ZAP_COLL_SHM_PAYLOAD ZAP_COLL_SHM_MAX_BYTES
@@ -94,6 +98,7 @@ typedef struct zap_coll_shm {
      * blamed transport rank), written before the word. */
     _Atomic uint64_t *revoked;
     _Atomic uint64_t *revoke_entry; /* 2 words per communicator rank */
+    unsigned banks;             /* zap_coll_shm_banks(size) */
     uint64_t next;              /* the last exchange number handed out */
     uint64_t done;              /* the last exchange this rank has read completely */
     _Atomic uint64_t *done_line; /* rank q's published done at done_line + 8 q (one cache line each) */
@@ -149,7 +154,7 @@ static inline uint64_t zap_coll_shm_all_ranks(const zap_coll_shm_t *s)
 
 static inline zap_coll_shm_slot_t *zap_coll_shm_slot(const zap_coll_shm_t *s, uint64_t k, int rank)
 {
-    size_t i = (size_t)(k & (ZAP_COLL_SHM_BANKS - 1)) * (size_t)s->size + (size_t)rank;
+    size_t i = (size_t)(k & (s->banks - 1)) * (size_t)s->size + (size_t)rank;
     return (zap_coll_shm_slot_t *)((char *)s->base + ZAP_COLL_SHM_SLOT_BYTES * (1 + i));
 }
 

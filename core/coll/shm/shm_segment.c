@@ -51,7 +51,7 @@ static size_t done_bytes(int p)
     size_t b = DONE_STRIDE * (size_t)p;
     return (b + ZAP_COLL_SHM_SLOT_BYTES - 1) / ZAP_COLL_SHM_SLOT_BYTES * ZAP_COLL_SHM_SLOT_BYTES;
 }
-static size_t banks_end(int p) { return (size_t)ZAP_COLL_SHM_SLOT_BYTES * (1 + ZAP_COLL_SHM_BANKS * (size_t)p); }
+static size_t banks_end(int p) { return (size_t)ZAP_COLL_SHM_SLOT_BYTES * (1 + zap_coll_shm_banks(p) * (size_t)p); }
 static size_t small_bytes(int p) { return banks_end(p) + done_bytes(p); }
 static size_t ctl_bytes(int p)
 {
@@ -232,6 +232,7 @@ zap_status_t zap_coll_shm_adopt(zap_coll_shm_map_t *m, int rank, int p, bool cma
     s->bytes = seg_bytes(p, s->big_bytes);
     s->rank = rank;
     s->size = p;
+    s->banks = zap_coll_shm_banks(p);
     s->pids = h->pids;
     s->done_line = (_Atomic uint64_t *)((unsigned char *)m->base + banks_end(p));
     s->revoked = &((seg_head_t *)m->base)->revoked;
