@@ -7,6 +7,7 @@
 #include "coll/engine/mem.h"
 #include "coll/shm/shm.h"
 #include "cuda_coll.h"
+#include "base/log.h"
 
 /* How long a fast call polls for a slot it needs before it hands over to an
  * operation: about what the operation's own setup costs, so a peer a little
@@ -62,7 +63,14 @@ static zap_status_t post(zap_comm_t *comm, const zap_coll_desc_t *desc, const za
                          zap_status_t local, bool handed, zap_request_t **req_p)
 {
     zap_status_t st = zap_coll_post(comm, desc, a, local, req_p);
-    if (st != ZAP_OK && handed) {
+    if (handed && (st != ZAP_OK || comm->shm->prepub != 0)) {
+        /* No operation, or one whose exchange did not take the slot over (its
+         * candidate declined the call): later exchanges would read a slot of
+         * this call, so they fail instead (ZAP_ERR_CANCELED, logged). */
+        if (st == ZAP_OK)
+            zap_error("coll: rank %d: %s: the operation did not take over the call's shared-memory slot (communicator "
+                      "%u); the segment's later exchanges cannot run",
+                      comm->rank, desc->name, zap_coll_comm_id(comm));
         comm->shm->prepub = 0;
         comm->shm->abandoned = true;
     }
