@@ -106,6 +106,8 @@ static zap_status_t setup(zap_coll_op_t *op, zap_coll_form_t form, int phase, co
     ag->in = (zap_coll_hdr_t *)((char *)ag->acc + stride);
     if (ag->shm) {
         ag->shm_src = data;
+        ag->shm_src2 = NULL;
+        ag->shm_bytes2 = 0;
         return zap_coll_agree_shm_setup(op, shm_reserved);
     }
     if (ag->form == ZAP_COLL_FORM_FLAT)
@@ -131,6 +133,17 @@ zap_status_t zap_coll_agree_init_bcast(zap_coll_op_t *op, zap_coll_form_t form, 
 zap_status_t zap_coll_agree_init_gather(zap_coll_op_t *op, const void *data, size_t bytes)
 {
     return setup(op, ZAP_COLL_FORM_SHM, 0, data, bytes, ZAP_DT_UINT8, ZAP_OP_SUM, ZAP_COLL_AGREE_GATHER);
+}
+
+zap_status_t zap_coll_agree_init_gather2(zap_coll_op_t *op, const void *data, size_t bytes, const void *data2,
+                                         size_t bytes2)
+{
+    zap_status_t st = zap_coll_agree_init_gather(op, data, bytes + bytes2);
+    if (st == ZAP_OK && bytes2 > 0) {
+        op->agree.shm_src2 = data2;
+        op->agree.shm_bytes2 = bytes2;
+    }
+    return st;
 }
 
 void zap_coll_agree_release(zap_coll_op_t *op)

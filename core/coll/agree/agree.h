@@ -155,6 +155,8 @@ typedef struct zap_coll_agree {
     bool shm;
     uint64_t shm_seq;
     const void *shm_src;
+    const void *shm_src2; /* gather mode: a second range appended to the payload (shm_bytes2 bytes of it) */
+    size_t shm_bytes2;
     zap_coll_shm_wait_t shm_wait;
     uint64_t shm_need; /* the ranks whose slots this rank reads (bit q: rank q); all others unless one-way */
     bool shm_lone;     /* a failure of this exchange may be seen on this rank alone: it revokes (op.c) */
@@ -198,6 +200,10 @@ zap_status_t zap_coll_agree_init_bcast(zap_coll_op_t *op, zap_coll_form_t form, 
  * exchange of this rank can publish before). For collectives that read the
  * other ranks' contributions themselves (gather, alltoall, scan). */
 zap_status_t zap_coll_agree_init_gather(zap_coll_op_t *op, const void *data, size_t bytes);
+/* The same with a payload of two ranges, bytes from data then bytes2 from
+ * data2 (a scatter's root publishes every block but its own). */
+zap_status_t zap_coll_agree_init_gather2(zap_coll_op_t *op, const void *data, size_t bytes, const void *data2,
+                                         size_t bytes2);
 const void *zap_coll_agree_slot(const zap_coll_op_t *op, int q);
 /* The shared-memory form only (ignored otherwise), after an init: this rank
  * reads only the slots of the ranks in need (bit q: rank q; its own bit is
@@ -251,6 +257,8 @@ typedef struct zap_coll_shm_fast {
     uint64_t words[ZAP_HDR_NWORDS]; /* this rank's header words, as the engine builds them */
     const void *src;                /* the payload this rank writes (bytes; 0: none), host memory */
     size_t bytes;
+    const void *src2;               /* and after it bytes2 more from src2 (0: none; zap_coll_agree_init_gather2) */
+    size_t bytes2;
     uint64_t need;                  /* the ranks whose slots this rank reads (bit q: rank q) */
     uint64_t seq;                   /* set by open: the exchange's number */
 } zap_coll_shm_fast_t;

@@ -177,8 +177,12 @@ static void publish(zap_coll_op_t *op, zap_coll_shm_t *s)
     for (int f = 0; f < ZAP_HDR_NWORDS; f++)
         own->words[f] = op->hdr_own.min[f];
     own->chain = s->chain;
-    if (ag->count > 0 && (ag->root < 0 || ag->root == s->rank)) /* a broadcast's data: the root's */
-        zap_coll_copy(op, own->payload, ag->shm_src, ag->count * zap_dtype_size(ag->dt));
+    if (ag->count > 0 && (ag->root < 0 || ag->root == s->rank)) { /* a broadcast's data: the root's */
+        size_t first = ag->count * zap_dtype_size(ag->dt) - ag->shm_bytes2;
+        zap_coll_copy(op, own->payload, ag->shm_src, first);
+        if (ag->shm_bytes2 > 0)
+            zap_coll_copy(op, own->payload + first, ag->shm_src2, ag->shm_bytes2);
+    }
     atomic_store_explicit(&own->seq, ag->shm_seq, memory_order_release);
 }
 
@@ -324,6 +328,8 @@ zap_status_t zap_coll_agree_shm_fast_open(zap_comm_t *comm, zap_coll_shm_fast_t 
     own->chain = s->chain;
     if (f->bytes > 0)
         memcpy(own->payload, f->src, f->bytes);
+    if (f->bytes2 > 0)
+        memcpy(own->payload + f->bytes, f->src2, f->bytes2);
     atomic_store_explicit(&own->seq, seq, memory_order_release);
     s->next = seq;
     uint64_t seen = 0;

@@ -4,7 +4,10 @@
  *
  *   scatter, all blocks within a slot (p * count at most ZAP_COLL_SHM_PAYLOAD
  *     bytes, which every rank can tell from the agreed count): the blocks
- *     themselves; every rank copies its own out. One exchange, no message.
+ *     themselves but the root's, from the root's successor's on round the
+ *     ranks (two ranges of its sendbuf, zap_coll_agree_init_gather2: a root
+ *     writes no more than its readers need); every rank copies its own out.
+ *     One exchange, no message.
  *   scatter, the blocks within the large area and at most
  *     ZAP_SCATTER_SHM_COPY_MAX bytes together (zap_scatter_shm_copies, from
  *     the agreed count and p): a header-only agreement, then the root copies
@@ -98,13 +101,30 @@ bool zap_scatter_shm_vote(const zap_coll_op_t *op)
  * others' from their slots. */
 static zap_status_t cma_progress(zap_coll_op_t *op);
 
+/* Where the root's slot holds rank r's block: the blocks of ranks root + 1,
+ * root + 2, ... round the p ranks, the root's own left out. */
+static size_t slot_offset(int r, int root, int p, size_t blk) { return (size_t)((r - root - 1 + p) % p) * blk; }
+
+/* The root's sendbuf as the slot holds it: from its successor's block to
+ * the end, then from the start to its own. */
+static void root_ranges(const zap_coll_args_t *a, int p, size_t blk, const void **first, size_t *n1, size_t *n2)
+{
+    *first = (const char *)a->src + (size_t)(a->root + 1) * blk;
+    *n1 = (size_t)(p - 1 - a->root) * blk;
+    *n2 = (size_t)a->root * blk;
+}
+
 static zap_status_t blocks_finish(zap_coll_op_t *op)
 {
     const zap_coll_args_t *a = &op->args;
     size_t blk = a->fixed * zap_dtype_size(a->dt);
     int r = op->comm->rank;
-    const char *from = r == a->root ? (const char *)a->src : (const char *)zap_coll_agree_slot(op, a->root);
-    zap_coll_copy(op, a->dst, from + (size_t)r * blk, blk);
+    if (r == a->root)
+        zap_coll_copy(op, a->dst, (const char *)a->src + (size_t)r * blk, blk);
+    else
+        zap_coll_copy(op, a->dst,
+                      (const char *)zap_coll_agree_slot(op, a->root) + slot_offset(r, a->root, op->comm->size, blk),
+                      blk);
     return ZAP_OK;
 }
 
@@ -211,9 +231,10 @@ zap_status_t zap_scatter_shm_init(zap_coll_op_t *op)
     size_t bytes = 0;
     zap_status_t st;
     if (!v && a->fixed * es * (size_t)p <= ZAP_COLL_SHM_PAYLOAD) {
+        size_t second = 0;
         if (root)
-            data = a->src, bytes = a->fixed * es * (size_t)p;
-        if ((st = zap_coll_agree_init_gather(op, data, bytes)) != ZAP_OK)
+            root_ranges(a, p, a->fixed * es, &data, &bytes, &second);
+        if ((st = zap_coll_agree_init_gather2(op, data, bytes, a->src, second)) != ZAP_OK)
             return st;
         /* One-way: the root writes and goes on, the others read its slot. */
         zap_coll_agree_shm_need(op, root ? 0 : UINT64_C(1) << a->root);
@@ -266,8 +287,12 @@ bool zap_scatter_shm_fast_setup(const zap_comm_t *comm, const zap_coll_args_t *a
     if (is_v(a) || total > ZAP_COLL_SHM_PAYLOAD)
         return false;
     bool root = comm->rank == a->root;
-    f->src = root ? a->src : NULL;
-    f->bytes = root ? total : 0;
+    f->src = NULL;
+    f->bytes = 0;
+    if (root) {
+        root_ranges(a, comm->size, a->fixed * zap_dtype_size(a->dt), &f->src, &f->bytes, &f->bytes2);
+        f->src2 = a->src;
+    }
     f->need = root ? 0 : UINT64_C(1) << a->root;
     f->words[ZAP_HDR_LANES] |= UINT64_C(1) << (8 * ZAP_COLL_LANE_VOTE_HOST); /* the vote above: yes, unread */
     return true;
@@ -277,6 +302,10 @@ void zap_scatter_shm_fast_finish(const zap_comm_t *comm, const zap_coll_args_t *
 {
     size_t blk = a->fixed * zap_dtype_size(a->dt);
     int r = comm->rank;
-    const char *from = r == a->root ? (const char *)a->src : (const char *)zap_coll_agree_shm_fast_slot(comm, f, a->root);
-    memcpy(a->dst, from + (size_t)r * blk, blk);
+    if (r == a->root)
+        memcpy(a->dst, (const char *)a->src + (size_t)r * blk, blk);
+    else
+        memcpy(a->dst,
+               (const char *)zap_coll_agree_shm_fast_slot(comm, f, a->root) + slot_offset(r, a->root, comm->size, blk),
+               blk);
 }
