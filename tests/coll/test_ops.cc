@@ -7,6 +7,9 @@
 #include "coll/ref_ops.h"
 #include "log_capture.h"
 #include <string>
+extern "C" {
+#include "coll/reduce/reduce.h"
+}
 
 using namespace colltest;
 
@@ -256,3 +259,36 @@ TEST(Types, LogicalResultsAreZeroOrOneAndTiesTakeTheLowestIndex)
     });
 }
 } // namespace
+
+// The shared-memory forms reduce one operand per rank in one call
+// (zap_reduce_cpu_many): its bytes are those of a copy of the first operand
+// and one pairwise reduction per further operand, in rank order, for every
+// type and op (float sums are not associative, so another order shows).
+TEST(Types, ManyOperandReductionIsTheChainOfPairsInRankOrder)
+{
+    const size_t count = 37;
+    const int n = 7;
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    for (int dt = 0; dt < ZAP_DT_COUNT; dt++)
+        for (int op = 0; op < ZAP_OP_COUNT; op++) {
+            if (!zap_reduce_supported((zap_dtype_t)dt, (zap_op_t)op))
+                continue;
+            size_t bytes = count * zap_dtype_size((zap_dtype_t)dt);
+            std::vector<std::vector<unsigned char>> in(n, std::vector<unsigned char>(bytes));
+            std::vector<const void *> srcs(n);
+            for (int i = 0; i < n; i++) {
+                for (auto &b : in[i]) {
+                    x = x * 6364136223846793005ull + 1442695040888963407ull;
+                    b = (unsigned char)(x >> 56);
+                }
+                srcs[i] = in[i].data();
+            }
+            std::vector<unsigned char> chain(in[0]), many(bytes + 1, 0xEE);
+            for (int i = 1; i < n; i++)
+                zap_reduce_cpu((zap_dtype_t)dt, (zap_op_t)op, chain.data(), chain.data(), in[i].data(), count);
+            zap_reduce_cpu_many((zap_dtype_t)dt, (zap_op_t)op, many.data(), srcs.data(), n, count);
+            EXPECT_EQ(std::memcmp(chain.data(), many.data(), bytes), 0)
+                << zap_dtype_name((zap_dtype_t)dt) << " " << zap_op_name((zap_op_t)op);
+            EXPECT_EQ(many[bytes], 0xEE) << "past the end";
+        }
+}

@@ -228,9 +228,10 @@ static void combine_slots(zap_coll_op_t *op, zap_coll_shm_t *s)
     }
     if (!all)
         return;
-    memcpy(dst, zap_coll_shm_slot(s, ag->shm_seq, 0)->payload, bytes);
-    for (int q = 1; q < s->size; q++)
-        zap_reduce_cpu(ag->dt, ag->op, dst, dst, zap_coll_shm_slot(s, ag->shm_seq, q)->payload, ag->count);
+    const void *srcs[ZAP_COLL_SHM_MAX_RANKS];
+    for (int q = 0; q < s->size; q++)
+        srcs[q] = zap_coll_shm_slot(s, ag->shm_seq, q)->payload;
+    zap_reduce_cpu_many(ag->dt, ag->op, dst, srcs, s->size, ag->count);
 }
 
 /* The verdict, with the chain's: a reader whose chain differs from a
@@ -359,6 +360,15 @@ zap_status_t zap_coll_agree_shm_fast_open(zap_comm_t *comm, zap_coll_shm_fast_t 
 const void *zap_coll_agree_shm_fast_slot(const zap_comm_t *comm, const zap_coll_shm_fast_t *f, int q)
 {
     return zap_coll_shm_slot(comm->shm, f->seq, q)->payload;
+}
+
+void zap_coll_agree_shm_fast_reduce(const zap_comm_t *comm, const zap_coll_shm_fast_t *f, int last, zap_dtype_t dt,
+                                    zap_op_t op, void *dst, size_t count)
+{
+    const void *srcs[ZAP_COLL_SHM_MAX_RANKS];
+    for (int q = 0; q <= last; q++)
+        srcs[q] = zap_coll_shm_slot(comm->shm, f->seq, q)->payload;
+    zap_reduce_cpu_many(dt, op, dst, srcs, last + 1, count);
 }
 
 void zap_coll_agree_shm_fast_close(zap_comm_t *comm, const zap_coll_shm_fast_t *f)

@@ -21,6 +21,11 @@ bool zap_reduce_supported(zap_dtype_t dt, zap_op_t op);
 /* CPU reduction; dt and op must be supported. For a user op, dst = a op b
  * means fn(a, b) into dst (a is the lower ranks' operand). */
 void zap_reduce_cpu(zap_dtype_t dt, zap_op_t op, void *dst, const void *a, const void *b, size_t count);
+/* dst = ((srcs[0] op srcs[1]) op srcs[2]) ... op srcs[n-1] (n >= 1; dst may
+ * be none of srcs), the same bytes as a copy of srcs[0] and n - 1 calls of
+ * zap_reduce_cpu, with the datatype's dispatch done once: the shared-memory
+ * forms reduce one operand per rank. */
+void zap_reduce_cpu_many(zap_dtype_t dt, zap_op_t op, void *dst, const void *const *srcs, int n, size_t count);
 /* Whether the CUDA kernels of cuda/coll reduce dt with op (the predefined
  * ops on every type but long double pairs; no user op). */
 bool zap_reduce_gpu_capable(zap_dtype_t dt, zap_op_t op);

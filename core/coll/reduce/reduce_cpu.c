@@ -552,3 +552,35 @@ void zap_reduce_cpu(zap_dtype_t dt, zap_op_t op, void *dst, const void *a, const
     default: break;
     }
 }
+
+/* Every operand after the first through one datatype's loop: the first
+ * step reads srcs[0] and srcs[1], the later ones dst and srcs[i]. */
+#define REDUCE_MANY(loop, T)                                                                                            \
+    for (int i = 1; i < n; i++)                                                                                         \
+        loop(op, (T *)dst, (const T *)(i == 1 ? srcs[0] : dst), (const T *)srcs[i], count)
+
+void zap_reduce_cpu_many(zap_dtype_t dt, zap_op_t op, void *dst, const void *const *srcs, int n, size_t count)
+{
+    size_t bytes = count * zap_dtype_size(dt);
+    if (n == 1 || bytes == 0 || zap_op_is_user(op) || op >= ZAP_OP_LAND || dt > ZAP_DT_FLOAT64) {
+        memcpy(dst, srcs[0], bytes);
+        for (int i = 1; i < n; i++)
+            zap_reduce_cpu(dt, op, dst, dst, srcs[i], count);
+        return;
+    }
+    switch (dt) {
+    case ZAP_DT_INT8: REDUCE_MANY(reduce_int8, int8_t); break;
+    case ZAP_DT_INT16: REDUCE_MANY(reduce_int16, int16_t); break;
+    case ZAP_DT_INT32: REDUCE_MANY(reduce_int32, int32_t); break;
+    case ZAP_DT_INT64: REDUCE_MANY(reduce_int64, int64_t); break;
+    case ZAP_DT_UINT8: REDUCE_MANY(reduce_uint8, uint8_t); break;
+    case ZAP_DT_UINT16: REDUCE_MANY(reduce_uint16, uint16_t); break;
+    case ZAP_DT_UINT32: REDUCE_MANY(reduce_uint32, uint32_t); break;
+    case ZAP_DT_UINT64: REDUCE_MANY(reduce_uint64, uint64_t); break;
+    case ZAP_DT_FLOAT16: REDUCE_MANY(reduce_float16, uint16_t); break;
+    case ZAP_DT_BFLOAT16: REDUCE_MANY(reduce_bfloat16, uint16_t); break;
+    case ZAP_DT_FLOAT32: REDUCE_MANY(reduce_float32, float); break;
+    case ZAP_DT_FLOAT64: REDUCE_MANY(reduce_float64, double); break;
+    default: break;
+    }
+}

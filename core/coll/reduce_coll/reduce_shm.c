@@ -168,7 +168,5 @@ void zap_reduce_shm_fast_finish(const zap_comm_t *comm, const zap_coll_args_t *a
 {
     if (comm->rank != a->root)
         return;
-    memcpy(a->dst, zap_coll_agree_shm_fast_slot(comm, f, 0), a->bytes);
-    for (int q = 1; q < comm->size; q++)
-        zap_reduce_cpu(a->dt, a->op, a->dst, a->dst, zap_coll_agree_shm_fast_slot(comm, f, q), a->count);
+    zap_coll_agree_shm_fast_reduce(comm, f, comm->size - 1, a->dt, a->op, a->dst, a->count);
 }

@@ -20,9 +20,10 @@ static zap_status_t shm_finish(zap_coll_op_t *op)
     /* The CPU combines the host slots: into recvbuf when it is host memory,
      * else into scratch copied over. */
     char *out = op->mem == ZAP_MEM_HOST ? a->dst : op->scratch.ptr;
-    memcpy(out, zap_coll_agree_slot(op, 0), a->bytes);
-    for (int q = 1; q <= last; q++)
-        zap_reduce_cpu(a->dt, a->op, out, out, zap_coll_agree_slot(op, q), a->count);
+    const void *srcs[ZAP_COLL_SHM_MAX_RANKS];
+    for (int q = 0; q <= last; q++)
+        srcs[q] = zap_coll_agree_slot(op, q);
+    zap_reduce_cpu_many(a->dt, a->op, out, srcs, last + 1, a->count);
     if (out != a->dst)
         zap_coll_copy(op, a->dst, out, a->bytes);
     return ZAP_OK;
@@ -60,20 +61,13 @@ bool zap_scan_shm_fast_setup(const zap_comm_t *comm, const zap_coll_args_t *a, z
     return true;
 }
 
-static void reduce_through(const zap_comm_t *comm, const zap_coll_args_t *a, const zap_coll_shm_fast_t *f, int last)
-{
-    memcpy(a->dst, zap_coll_agree_shm_fast_slot(comm, f, 0), a->bytes);
-    for (int q = 1; q <= last; q++)
-        zap_reduce_cpu(a->dt, a->op, a->dst, a->dst, zap_coll_agree_shm_fast_slot(comm, f, q), a->count);
-}
-
 void zap_scan_shm_fast_finish(const zap_comm_t *comm, const zap_coll_args_t *a, const zap_coll_shm_fast_t *f)
 {
-    reduce_through(comm, a, f, comm->rank);
+    zap_coll_agree_shm_fast_reduce(comm, f, comm->rank, a->dt, a->op, a->dst, a->count);
 }
 
 void zap_exscan_shm_fast_finish(const zap_comm_t *comm, const zap_coll_args_t *a, const zap_coll_shm_fast_t *f)
 {
     if (comm->rank > 0)
-        reduce_through(comm, a, f, comm->rank - 1);
+        zap_coll_agree_shm_fast_reduce(comm, f, comm->rank - 1, a->dt, a->op, a->dst, a->count);
 }
