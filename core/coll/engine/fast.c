@@ -4,9 +4,7 @@
  * times the cost of the exchange itself for a broadcast of a few bytes. */
 #include "coll/engine/fast.h"
 #include "coll/coll_test.h"
-#include "coll/engine/mem.h"
 #include "coll/shm/shm.h"
-#include "cuda_coll.h"
 #include "base/log.h"
 
 /* How long a fast call polls for a slot it needs before it hands over to an
