@@ -331,6 +331,49 @@ TEST_F(CollMpi, AllgathervMatchesMpiAllgatherv)
     ASSERT_EQ(std::memcmp(a.data(), b.data(), a.size() * 2), 0);
 }
 
+// Blocks above a slot and up to 64 KiB go through the shared segment's
+// large area (allgather_shm.c; below 8 KiB on 2 ranks): fixed and v-forms,
+// in place too, against MPI_Allgather(v).
+TEST_F(CollMpi, MidSizeAllgatherThroughTheLargeAreaMatchesMpi)
+{
+    int rank = MpiRank(), size = MpiSize();
+    for (size_t count : {1100, 1900, 5000, 16384}) {
+        for (int in_place = 0; in_place < 2; in_place++) {
+            std::vector<int32_t> mine(count), a(count * size + 1, 7), b(count * size + 1, 7);
+            for (size_t i = 0; i < count; i++)
+                mine[i] = (int32_t)mix((uint64_t)rank << 40 | i << 8 | count);
+            if (in_place)
+                std::memcpy(a.data() + (size_t)rank * count, mine.data(), count * 4);
+            ASSERT_EQ(zap_allgather(comm_, in_place ? ZAP_IN_PLACE : mine.data(), count, a.data(), ZAP_DT_INT32),
+                      ZAP_OK);
+            MPI_Allgather(mine.data(), (int)count, MPI_INT32_T, b.data(), (int)count, MPI_INT32_T, MPI_COMM_WORLD);
+            ASSERT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0) << count << (in_place ? " in place" : "");
+        }
+        std::vector<size_t> counts(size);
+        std::vector<ptrdiff_t> displs(size);
+        std::vector<int> icounts(size), idispls(size);
+        size_t total = 0;
+        for (int r = 0; r < size; r++) { /* reversed, uneven, one empty */
+            counts[r] = r == size - 1 ? 0 : count - (size_t)r * 100;
+            icounts[r] = (int)counts[r];
+        }
+        for (int r = size - 1; r >= 0; r--) {
+            displs[r] = (ptrdiff_t)total;
+            idispls[r] = (int)total;
+            total += counts[r] + 3;
+        }
+        std::vector<int32_t> mine(counts[rank] + 1), a(total, 5), b(total, 5);
+        for (size_t i = 0; i < counts[rank]; i++)
+            mine[i] = (int32_t)mix((uint64_t)rank << 40 | i);
+        ASSERT_EQ(zap_allgatherv(comm_, mine.data(), counts[rank], a.data(), counts.data(), displs.data(),
+                                 ZAP_DT_INT32),
+                  ZAP_OK);
+        MPI_Allgatherv(mine.data(), icounts[rank], MPI_INT32_T, b.data(), icounts.data(), idispls.data(),
+                       MPI_INT32_T, MPI_COMM_WORLD);
+        ASSERT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0) << count << " v-form";
+    }
+}
+
 TEST_F(CollMpi, NonblockingCollectivesOverlap)
 {
     int rank = MpiRank(), size = MpiSize();

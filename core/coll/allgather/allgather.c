@@ -132,7 +132,8 @@ static const zap_coll_alg_t algs[ZAP_AG_NALGS] = {
 static const zap_coll_row_t rows[] = {
     {ZAP_AG_HIER, 3, INT32_MAX, 0, SIZE_MAX, 0, 0, "ranks on several hosts: each host receives the others' blocks once"},
     {ZAP_AG_SHM, 2, ZAP_COLL_SHM_MAX_RANKS, 0, SIZE_MAX, 0, 0,
-     "one host: blocks up to a slot in the agreement, larger ones read once from their owners"},
+     "one host: blocks up to a slot in the agreement, up to 64 KiB (8 KiB on 2 ranks) through the large area, larger "
+     "ones read once from their owners"},
     {ZAP_AG_RING, 1, INT32_MAX, 0, SIZE_MAX, 0, 0, "(p-1)/p of the result through every link, the minimum"},
 };
 
