@@ -46,11 +46,10 @@
 #include <string.h>
 
 /* Blocks up to this size go through the large area, larger ones are read
- * once from their owners (single copy); on 2 ranks, where each rank makes
- * one read, only blocks below ZAP_AG_AREA_MAX_BLOCK_2. On the h200, 8-16
- * ranks: the area 2.3-3.4x Open MPI at 16-64 KiB blocks, single copy
- * 0.8-1.8x; 2 ranks, 16-64 KiB blocks: the area 1.1-1.3x, single copy
- * 1.5-1.9x. */
+ * once from their owners (single copy): one system call per block costs
+ * more than a copy of a block this small. On 2 ranks, where each rank makes
+ * a single read, the read wins from ZAP_AG_AREA_MAX_BLOCK_2 on
+ * (docs/performance.md has the runs). */
 #define ZAP_AG_AREA_MAX_BLOCK ((size_t)64 << 10)
 #define ZAP_AG_AREA_MAX_BLOCK_2 ((size_t)8 << 10)
 
@@ -59,6 +58,8 @@ enum { CMA_TURN, CMA_READ, CMA_FIN };
 typedef struct ag_cma {
     int step;
     bool vote_read;
+    bool area;   /* through the large area, else single copy */
+    size_t most; /* the largest block (the area's reservation per rank) */
     zap_coll_shm_wait_t wait;
 } ag_cma_t;
 _Static_assert(sizeof(ag_cma_t) <= ZAP_COLL_ALG_STATE_BYTES, "state too large");
@@ -111,7 +112,10 @@ static zap_status_t slots_finish(zap_coll_op_t *op)
     return ZAP_OK;
 }
 
-static zap_status_t cma_progress(zap_coll_op_t *op)
+/* Both large forms: the same turn, flags and waits; what moves between the
+ * two waits is a copy through this rank's input area (area) or a read of
+ * the owner's buffer (single copy). */
+static zap_status_t large_progress(zap_coll_op_t *op)
 {
     ag_cma_t *g = (ag_cma_t *)op->alg_state;
     zap_coll_shm_t *s = op->comm->shm;
@@ -123,58 +127,15 @@ static zap_status_t cma_progress(zap_coll_op_t *op)
         if (!g->vote_read && !zap_coll_agree_voted(op, ZAP_COLL_LANE_VOTE_HOST))
             return zap_coll_fall_back(op); /* some rank's buffers are not host memory */
         g->vote_read = true;
-        if ((st = zap_coll_shm_turn(op)) != ZAP_OK)
-            return st;
-        s->ctl[r].src_addr = (uint64_t)(uintptr_t)own_block(op, es);
-        atomic_store_explicit(&s->ctl[r].in_seq, zap_coll_shm_tag(op->shm_big_seq, 0), memory_order_release);
-        g->step = CMA_READ;
-        g->wait = (zap_coll_shm_wait_t){0, 0, 0};
-    }
-    uint64_t k = op->shm_big_seq;
-    if (g->step == CMA_READ) {
-        st = zap_coll_shm_gather(op, &s->ctl[0].in_seq, sizeof(s->ctl[0]), zap_coll_shm_tag(k, 0), true, &g->wait);
-        if (st != ZAP_OK)
-            return st;
-        for (int i = 1; i < p; i++) {
-            int q = (r + i) % p;
-            size_t n = blk_bytes(a, q, es);
-            if (n > 0 && (st = zap_coll_shm_read(op, q, (char *)a->dst + blk_at(a, q, es), s->ctl[q].src_addr, n)) !=
-                             ZAP_OK)
-                return st;
-        }
-        if (a->src != NULL)
-            zap_coll_copy(op, (char *)a->dst + blk_at(a, r, es), a->src, blk_bytes(a, r, es));
-        atomic_store_explicit(&s->ctl[r].fin_seq, zap_coll_shm_fin(k), memory_order_release);
-        g->step = CMA_FIN;
-        g->wait = (zap_coll_shm_wait_t){0, 0, 0};
-    }
-    st = zap_coll_shm_gather(op, &s->ctl[0].fin_seq, sizeof(s->ctl[0]), zap_coll_shm_fin(k), true, &g->wait);
-    if (st != ZAP_OK)
-        return st;
-    s->big_done = k;
-    return ZAP_OK;
-}
-
-static zap_status_t area_progress(zap_coll_op_t *op)
-{
-    ag_cma_t *g = (ag_cma_t *)op->alg_state;
-    zap_coll_shm_t *s = op->comm->shm;
-    const zap_coll_args_t *a = &op->args;
-    int p = s->size, r = s->rank;
-    size_t es = zap_dtype_size(a->dt), most = 0;
-    zap_status_t st;
-    for (int q = 0; q < p; q++)
-        most = blk_bytes(a, q, es) > most ? blk_bytes(a, q, es) : most;
-    if (g->step == CMA_TURN) {
-        if (!g->vote_read && !zap_coll_agree_voted(op, ZAP_COLL_LANE_VOTE_HOST))
-            return zap_coll_fall_back(op); /* some rank's buffers are not host memory */
-        g->vote_read = true;
-        st = zap_coll_shm_large_turn(op, most);
-        if (st == ZAP_ERR_NO_MEMORY) /* no room for the area: every rank takes the next candidate */
+        st = g->area ? zap_coll_shm_large_turn(op, g->most) : zap_coll_shm_turn(op);
+        if (st == ZAP_ERR_NO_MEMORY && g->area) /* no room for the area: every rank takes the next candidate */
             return zap_coll_fall_back(op);
         if (st != ZAP_OK)
             return st;
-        zap_coll_copy(op, s->big_in + (size_t)r * s->big_bytes, own_block(op, es), blk_bytes(a, r, es));
+        if (g->area)
+            zap_coll_copy(op, s->big_in + (size_t)r * s->big_bytes, own_block(op, es), blk_bytes(a, r, es));
+        else
+            s->ctl[r].src_addr = (uint64_t)(uintptr_t)own_block(op, es);
         atomic_store_explicit(&s->ctl[r].in_seq, zap_coll_shm_tag(op->shm_big_seq, 0), memory_order_release);
         g->step = CMA_READ;
         g->wait = (zap_coll_shm_wait_t){0, 0, 0};
@@ -186,8 +147,12 @@ static zap_status_t area_progress(zap_coll_op_t *op)
             return st;
         for (int i = 1; i < p; i++) { /* from the next rank on, so that p ranks do not all read rank 0 first */
             int q = (r + i) % p;
-            zap_coll_copy(op, (char *)a->dst + blk_at(a, q, es), s->big_in + (size_t)q * s->big_bytes,
-                          blk_bytes(a, q, es));
+            size_t n = blk_bytes(a, q, es);
+            char *to = (char *)a->dst + blk_at(a, q, es);
+            if (g->area)
+                zap_coll_copy(op, to, s->big_in + (size_t)q * s->big_bytes, n);
+            else if (n > 0 && (st = zap_coll_shm_read(op, q, to, s->ctl[q].src_addr, n)) != ZAP_OK)
+                return st;
         }
         if (a->src != NULL)
             zap_coll_copy(op, (char *)a->dst + blk_at(a, r, es), a->src, blk_bytes(a, r, es));
@@ -195,6 +160,7 @@ static zap_status_t area_progress(zap_coll_op_t *op)
         g->step = CMA_FIN;
         g->wait = (zap_coll_shm_wait_t){0, 0, 0};
     }
+    /* The others may still read this rank's block (its area, or its buffer) until every fin holds k. */
     st = zap_coll_shm_gather(op, &s->ctl[0].fin_seq, sizeof(s->ctl[0]), zap_coll_shm_fin(k), true, &g->wait);
     if (st != ZAP_OK)
         return st;
@@ -222,15 +188,12 @@ zap_status_t zap_allgather_shm_init(zap_coll_op_t *op)
         return ZAP_OK;
     }
     ag_cma_t *g = (ag_cma_t *)op->alg_state;
-    *g = (ag_cma_t){CMA_TURN, false, {0, 0, 0}};
     size_t area_max = s->size > 2 ? ZAP_AG_AREA_MAX_BLOCK : ZAP_AG_AREA_MAX_BLOCK_2 - 1;
-    if (most > ZAP_COLL_SHM_PAYLOAD && most <= area_max && most <= s->big_bytes) {
-        op->progress = area_progress;
-        return ZAP_OK;
-    }
-    if (!s->cma || most <= ZAP_COLL_SHM_PAYLOAD)
+    bool area = most > ZAP_COLL_SHM_PAYLOAD && most <= area_max && most <= s->big_bytes;
+    if (!area && (!s->cma || most <= ZAP_COLL_SHM_PAYLOAD))
         return ZAP_ERR_UNSUPPORTED;
-    op->progress = cma_progress;
+    *g = (ag_cma_t){CMA_TURN, false, area, most, {0, 0, 0}};
+    op->progress = large_progress;
     return ZAP_OK;
 }
 
