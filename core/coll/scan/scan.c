@@ -51,9 +51,6 @@ static zap_coll_form_t exscan_form(const zap_comm_t *comm)
 
 const zap_coll_desc_t zap_scan_desc = {
     .name = "scan",
-    .fast_alg = ZAP_SC_SHM,
-    .fast_setup = zap_scan_shm_fast_setup,
-    .fast_finish = zap_scan_shm_fast_finish,
     .kind = ZAP_COLL_SCAN,
     .algs = algs,
     .nalgs = ZAP_SC_NALGS,
@@ -62,13 +59,13 @@ const zap_coll_desc_t zap_scan_desc = {
     .form = scan_form,
     .needs_setup = true,
     .setting = ZAP_CFG_SCAN_ALG,
+    .fast_alg = ZAP_SC_SHM,
+    .fast_setup = zap_scan_shm_fast_setup,
+    .fast_finish = zap_scan_shm_fast_finish,
 };
 
 const zap_coll_desc_t zap_exscan_desc = {
     .name = "exscan",
-    .fast_alg = ZAP_SC_SHM,
-    .fast_setup = zap_scan_shm_fast_setup,
-    .fast_finish = zap_exscan_shm_fast_finish,
     .kind = ZAP_COLL_EXSCAN,
     .algs = algs,
     .nalgs = ZAP_SC_NALGS,
@@ -77,6 +74,9 @@ const zap_coll_desc_t zap_exscan_desc = {
     .form = exscan_form,
     .needs_setup = true,
     .setting = ZAP_CFG_EXSCAN_ALG,
+    .fast_alg = ZAP_SC_SHM,
+    .fast_setup = zap_scan_shm_fast_setup,
+    .fast_finish = zap_exscan_shm_fast_finish,
 };
 
 /* Posts the call (req_p), or runs it to completion (blocking: req_p NULL,
