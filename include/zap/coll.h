@@ -375,6 +375,24 @@ ZAP_API zap_transport_t *zap_comm_transport(const zap_comm_t *comm);
  * ZAP_ERR_INVALID_PARAM for a NULL comm. */
 ZAP_API zap_status_t zap_comm_progress(zap_comm_t *comm);
 
+/* What a blocking call on a communicator runs between its polls while it
+ * waits for other ranks (zap_comm_set_wait_hook). */
+typedef void (*zap_wait_hook_fn)(void *ctx);
+
+/* Sets hook (NULL: none) to be called with ctx between the polls of every
+ * wait on comm that is still waiting after a short spin of its own (a
+ * blocking call, or zap_request_wait on one of comm's requests): an MPI
+ * layer passes its progress engine, so that its point-to-point and other
+ * libraries' requests move while a rank waits in zap. Local (each rank sets
+ * its own, not collective), never blocks; set it while nothing of comm is in
+ * flight. The hook may test, wait on or free requests of other
+ * communicators, and test or free (not wait on) comm's own; it must not
+ * start an operation on comm. Not called by zap_request_test, nor by the
+ * communicators zap makes inside comm (the hosts' hierarchy). ctx is
+ * borrowed for as long as the hook is set. Returns ZAP_OK, or
+ * ZAP_ERR_INVALID_PARAM for a NULL comm. */
+ZAP_API zap_status_t zap_comm_set_wait_hook(zap_comm_t *comm, zap_wait_hook_fn hook, void *ctx);
+
 /* Fills the fields of *attr that attr->field_mask asks for (the other fields
  * are left as they are). Local, never blocks, thread-safe as the
  * communicator is. Returns ZAP_OK; ZAP_ERR_INVALID_PARAM for NULL arguments. */

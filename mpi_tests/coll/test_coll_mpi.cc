@@ -1015,6 +1015,41 @@ TEST_F(CollMpi, GroupDestroyInDifferentOrdersWaitsForNobody)
     }
 }
 
+// The wait hook runs while a blocking call waits for a late rank, and stops
+// when it is unset.
+TEST_F(CollMpi, WaitHookRunsWhileABlockingCallWaits)
+{
+    EXPECT_EQ(zap_comm_set_wait_hook(nullptr, nullptr, nullptr), ZAP_ERR_INVALID_PARAM);
+    int rank = MpiRank(), p = MpiSize();
+    std::vector<int> all(p);
+    for (int r = 0; r < p; r++)
+        all[r] = r;
+    zap_comm_t *c = nullptr;
+    ASSERT_EQ(zap_comm_create_group(t_, all.data(), p, 3100, nullptr, &c), ZAP_OK);
+    unsigned long calls = 0;
+    auto count = [](void *ctx) { ++*(unsigned long *)ctx; };
+    ASSERT_EQ(zap_comm_set_wait_hook(c, count, &calls), ZAP_OK);
+    for (int late = 0; late < 2; late++) {
+        if (late == 1) {
+            ASSERT_EQ(zap_comm_set_wait_hook(c, nullptr, nullptr), ZAP_OK);
+            calls = 0;
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (rank == p - 1)
+            usleep(200 * 1000); // the others wait in the call meanwhile
+        int32_t x = 1, y = 0;
+        ASSERT_EQ(zap_allreduce(c, &x, &y, 1, ZAP_DT_INT32, ZAP_OP_SUM), ZAP_OK);
+        EXPECT_EQ(y, p);
+        if (rank == 0 && late == 0) {
+            EXPECT_GT(calls, 0u) << "the hook never ran in a 200 ms wait";
+        }
+        if (late == 1) {
+            EXPECT_EQ(calls, 0u) << "an unset hook ran";
+        }
+    }
+    zap_comm_destroy(c);
+}
+
 TEST(CommMpi, CreateMpiGivesAWorkingCommunicatorThatClosesItsTransport)
 {
     zap_comm_t *c = nullptr;

@@ -249,7 +249,7 @@ zap_status_t zap_coll_host_unstage(zap_coll_op_t *op)
  * address stops being host memory only by being unmapped, which moves the
  * epoch; device and managed memory can be freed and reallocated as the other
  * kind without any event this layer sees. Per thread, so no lock. */
-#define HOST_SEEN 4
+#define HOST_SEEN 8
 
 typedef struct {
     uintptr_t lo, hi; /* [lo, hi) */
@@ -267,21 +267,14 @@ static bool seen_host(uintptr_t lo, uintptr_t hi, uint64_t epoch)
     return false;
 }
 
-zap_mem_kind_t zap_coll_mem_kind(zap_comm_t *comm, const void *ptr, size_t len)
+static bool known_host(uintptr_t lo, uintptr_t hi, uint64_t epoch)
 {
-    if (ptr == NULL || len == 0)
-        return ZAP_MEM_HOST;
-    /* Read before asking, so an unmapping during the query makes the record
-     * stale rather than wrong. 0: nobody watches, nothing is kept. */
-    uint64_t epoch = zap_vm_epoch();
-    uintptr_t lo = (uintptr_t)ptr, hi = lo + len;
-    if (epoch != 0 && hi > lo && seen_host(lo, hi, epoch))
-        return ZAP_MEM_HOST;
-    zap_pool_region_t region;
-    zap_mem_kind_t kind;
-    if (zap_pool_lookup(zap_transport_pool(comm->t), ptr, len, -1, &region) == ZAP_OK)
-        return region.kind == ZAP_MEM_PINNED ? ZAP_MEM_HOST : region.kind;
-    kind = zap_cuda_ptr_kind(ptr);
+    return epoch != 0 && hi > lo && seen_host(lo, hi, epoch);
+}
+
+static zap_mem_kind_t ask_cuda(const void *ptr, uintptr_t lo, uintptr_t hi, uint64_t epoch)
+{
+    zap_mem_kind_t kind = zap_cuda_ptr_kind(ptr);
     if (kind == ZAP_MEM_PINNED)
         kind = ZAP_MEM_HOST;
     if (kind == ZAP_MEM_HOST && epoch != 0 && hi > lo) {
@@ -289,6 +282,31 @@ zap_mem_kind_t zap_coll_mem_kind(zap_comm_t *comm, const void *ptr, size_t len)
         host_seen_next++;
     }
     return kind;
+}
+
+zap_mem_kind_t zap_coll_ptr_kind(const void *ptr, size_t len)
+{
+    if (ptr == NULL || len == 0)
+        return ZAP_MEM_HOST;
+    /* Read before asking, so an unmapping during the query makes the record
+     * stale rather than wrong. 0: nobody watches, nothing is kept. */
+    uint64_t epoch = zap_vm_epoch();
+    uintptr_t lo = (uintptr_t)ptr, hi = lo + len;
+    return known_host(lo, hi, epoch) ? ZAP_MEM_HOST : ask_cuda(ptr, lo, hi, epoch);
+}
+
+zap_mem_kind_t zap_coll_mem_kind(zap_comm_t *comm, const void *ptr, size_t len)
+{
+    if (ptr == NULL || len == 0)
+        return ZAP_MEM_HOST;
+    uint64_t epoch = zap_vm_epoch(); /* before asking, as in zap_coll_ptr_kind */
+    uintptr_t lo = (uintptr_t)ptr, hi = lo + len;
+    if (known_host(lo, hi, epoch))
+        return ZAP_MEM_HOST;
+    zap_pool_region_t region;
+    if (zap_pool_lookup(zap_transport_pool(comm->t), ptr, len, -1, &region) == ZAP_OK)
+        return region.kind == ZAP_MEM_PINNED ? ZAP_MEM_HOST : region.kind;
+    return ask_cuda(ptr, lo, hi, epoch);
 }
 
 /* The pipeline setting's default, and the cap of a per-size choice. */

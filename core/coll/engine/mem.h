@@ -46,6 +46,12 @@ zap_status_t zap_coll_reduce(const zap_coll_op_t *op, zap_dtype_t dt, zap_op_t z
  * when the buffer is pool memory, else what CUDA reports (host without CUDA);
  * pinned counts as host. */
 zap_mem_kind_t zap_coll_mem_kind(zap_comm_t *comm, const void *ptr, size_t len);
+/* What CUDA reports for [ptr, ptr+len) (host without CUDA; pinned counts as
+ * host), answered without asking where this thread has seen the range as
+ * host memory since the address space last lost a mapping: a layer above zap
+ * that routes by memory kind (the Open MPI component) pays the driver's
+ * query once per buffer, as zap does. */
+zap_mem_kind_t zap_coll_ptr_kind(const void *ptr, size_t len);
 
 /* The segment a pipelined algorithm uses for units (ring blocks, chain
  * messages, large shared-memory chunks) of unit_bytes: the communicator's

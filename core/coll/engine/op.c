@@ -360,6 +360,15 @@ static void comm_progress(zap_comm_t *comm)
     }
 }
 
+zap_status_t zap_comm_set_wait_hook(zap_comm_t *comm, zap_wait_hook_fn hook, void *ctx)
+{
+    if (comm == NULL)
+        return ZAP_ERR_INVALID_PARAM;
+    comm->wait_hook = hook;
+    comm->wait_hook_ctx = ctx;
+    return ZAP_OK;
+}
+
 zap_status_t zap_comm_progress(zap_comm_t *comm)
 {
     if (comm == NULL)
@@ -481,6 +490,11 @@ static double deadline_from_now(const zap_comm_t *comm)
  * wait would sleep on until its own request completes). */
 #define ZAP_COLL_SLEEP_SLICE_S 0.02
 
+/* Polls of a wait before it also runs the communicator's wait hook: a small
+ * call completes within them without paying for the caller's progress
+ * engine. */
+#define ZAP_COLL_POLLS_BEFORE_HOOK 64
+
 /* deadline <= 0: the communicator's timeout from the first poll past the
  * cheap ones. */
 static zap_status_t coll_req_wait(zap_request_t *req, double deadline)
@@ -499,13 +513,15 @@ static zap_status_t coll_req_wait(zap_request_t *req, double deadline)
                 return timed_out(op);
         }
         /* A transport that sleeps in wait (inproc: a condition variable) is
-         * waited on when one operation is active. Otherwise poll: with several
+         * waited on when one operation is active and no wait hook needs to
+         * run. Otherwise poll: with several
          * operations one may need progress while the other sleeps, and a
          * polling transport (UCX) would spin inside its wait without letting
          * other processes of an oversubscribed node run; after a short spin
          * (spins_before_yield) this loop yields the CPU on every round, as
          * Open MPI does when oversubscribed. */
-        zap_request_t *pending = comm->sleeping_wait && comm->active_head == op && op->next == NULL
+        zap_request_t *pending = comm->wait_hook == NULL && comm->sleeping_wait && comm->active_head == op &&
+                                         op->next == NULL
                                      ? first_pending(op)
                                      : NULL;
         if (pending != NULL) {
@@ -521,6 +537,8 @@ static zap_status_t coll_req_wait(zap_request_t *req, double deadline)
             }
         } else {
             (void)zap_transport_progress(comm->t);
+            if (comm->wait_hook != NULL && spins >= ZAP_COLL_POLLS_BEFORE_HOOK)
+                comm->wait_hook(comm->wait_hook_ctx);
             if (++spins > comm->spins_before_yield)
                 sched_yield();
         }
