@@ -319,9 +319,26 @@ void coll_zap_req_put(coll_zap_req_t *r);
  * non-blocking, hands r to the progress hook and returns it to the caller. */
 int coll_zap_req_wait(coll_zap_req_t *r);
 void coll_zap_req_start(coll_zap_req_t *r, ompi_request_t **request);
-/* After posting (st: what zap_i<coll> returned): the post's failure, the
- * blocking wait's result, or MPI_SUCCESS with *request (request NULL:
- * blocking). */
+/* Whether a call (request NULL: blocking) runs zap's blocking form rather
+ * than posting and waiting here. Blocking calls do when no other thread can
+ * call in: zap's own wait runs opal_progress through the zap communicator's
+ * wait hook (coll_zap_wait_hook), and its blocking form completes a small
+ * call on one host without an operation (the fast form). Under
+ * MPI_THREAD_MULTIPLE the lock is not held across a wait, so the call is
+ * posted and waited on here. */
+static inline bool coll_zap_direct(ompi_request_t **request)
+{
+    return request == NULL && !mca_coll_zap_component.thread_multiple;
+}
+/* zap_<fn>(...) for a direct call, else zap_i<fn>(..., &r->zreq). */
+#define COLL_ZAP_POST(request, r, fn, ...)                                                             \
+    (coll_zap_direct(request) ? zap_##fn(__VA_ARGS__) : zap_i##fn(__VA_ARGS__, &(r)->zreq))
+/* The zap communicators' wait hook: opal_progress, so Open MPI's
+ * point-to-point and other components move while a rank waits in zap. */
+void coll_zap_wait_hook(void *ctx);
+/* After COLL_ZAP_POST (st: what it returned): a direct call's result, the
+ * post's failure, the blocking wait's result, or MPI_SUCCESS with *request
+ * (request NULL: blocking); r is released unless it went to *request. */
 int coll_zap_req_posted(coll_zap_req_t *r, zap_status_t st, ompi_request_t **request);
 /* The post itself failed with st: releases r, marks the module as failed
  * where the zap communicator is now unusable, returns the MPI class. */

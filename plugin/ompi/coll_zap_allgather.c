@@ -140,11 +140,11 @@ static int run(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf
     coll_zap_lock();
     zap_status_t st;
     if (rcounts == NULL)
-        st = zap_iallgather(m->zcomm, zsend, sbytes, zrecv, ZAP_DT_UINT8, &r->zreq);
+        st = COLL_ZAP_POST(request, r, allgather, m->zcomm, zsend, sbytes, zrecv, ZAP_DT_UINT8);
     else if (r->counts != NULL && r->displs != NULL)
-        st = zap_iallgatherv(m->zcomm, zsend, sbytes, zrecv, r->counts, r->displs, ZAP_DT_UINT8, &r->zreq);
+        st = COLL_ZAP_POST(request, r, allgatherv, m->zcomm, zsend, sbytes, zrecv, r->counts, r->displs, ZAP_DT_UINT8);
     else
-        st = zap_iallgatherv(m->zcomm, NULL, 1, NULL, NULL, NULL, ZAP_DT_UINT8, &r->zreq);
+        st = COLL_ZAP_POST(request, r, allgatherv, m->zcomm, NULL, 1, NULL, NULL, NULL, ZAP_DT_UINT8);
     coll_zap_unlock();
     return coll_zap_req_posted(r, st, request);
 }

@@ -77,7 +77,7 @@ static int run(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype, 
     }
     coll_zap_count(COLL_ZAP_ALLREDUCE, nb, COLL_ZAP_TAKEN);
     coll_zap_lock();
-    zap_status_t st = zap_iallreduce(m->zcomm, zsend, zrecv, n, dt, zop, &r->zreq);
+    zap_status_t st = COLL_ZAP_POST(request, r, allreduce, m->zcomm, zsend, zrecv, n, dt, zop);
     coll_zap_unlock();
     return coll_zap_req_posted(r, st, request);
 }

@@ -145,12 +145,11 @@ static int run(bool is_v, const void *sbuf, int scount, const int *scounts, cons
     coll_zap_lock();
     zap_status_t st;
     if (!is_v)
-        st = zap_ialltoall(m->zcomm, zsend, block, zrecv, ZAP_DT_UINT8, &r->zreq);
+        st = COLL_ZAP_POST(request, r, alltoall, m->zcomm, zsend, block, zrecv, ZAP_DT_UINT8);
     else if (r->counts != NULL && r->displs != NULL)
-        st = zap_ialltoallv(m->zcomm, zsend, r->counts, r->displs, zrecv, r->counts + p, r->displs + p, ZAP_DT_UINT8,
-                            &r->zreq);
+        st = COLL_ZAP_POST(request, r, alltoallv, m->zcomm, zsend, r->counts, r->displs, zrecv, r->counts + p, r->displs + p, ZAP_DT_UINT8);
     else
-        st = zap_ialltoallv(m->zcomm, zsend, NULL, NULL, NULL, NULL, NULL, ZAP_DT_UINT8, &r->zreq);
+        st = COLL_ZAP_POST(request, r, alltoallv, m->zcomm, zsend, NULL, NULL, NULL, NULL, NULL, ZAP_DT_UINT8);
     coll_zap_unlock();
     return coll_zap_req_posted(r, st, request);
 }

@@ -20,7 +20,7 @@ static int run(ompi_communicator_t *comm, ompi_request_t **request, coll_zap_mod
         return MPI_ERR_NO_MEM;
     coll_zap_count(COLL_ZAP_BARRIER, nb, COLL_ZAP_TAKEN);
     coll_zap_lock();
-    zap_status_t st = zap_ibarrier(m->zcomm, &r->zreq);
+    zap_status_t st = COLL_ZAP_POST(request, r, barrier, m->zcomm);
     coll_zap_unlock();
     return coll_zap_req_posted(r, st, request);
 }

@@ -57,7 +57,7 @@ static int run(void *buf, int count, ompi_datatype_t *dtype, int root, ompi_comm
     }
     coll_zap_count(COLL_ZAP_BCAST, nb, COLL_ZAP_TAKEN);
     coll_zap_lock();
-    zap_status_t st = zap_ibcast(m->zcomm, zbuf, bytes, ZAP_DT_UINT8, root, &r->zreq);
+    zap_status_t st = COLL_ZAP_POST(request, r, bcast, m->zcomm, zbuf, bytes, ZAP_DT_UINT8, root);
     coll_zap_unlock();
     return coll_zap_req_posted(r, st, request);
 }

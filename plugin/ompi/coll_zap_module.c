@@ -114,6 +114,7 @@ int coll_zap_comm_create(coll_zap_module_t *m)
         m->zcomm = NULL;
         return OMPI_ERROR;
     }
+    (void)zap_comm_set_wait_hook(m->zcomm, coll_zap_wait_hook, NULL);
     return OMPI_SUCCESS;
 }
 

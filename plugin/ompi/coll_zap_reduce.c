@@ -66,7 +66,7 @@ static int run(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype, 
         zsend = NULL;
     coll_zap_count(COLL_ZAP_REDUCE, nb, COLL_ZAP_TAKEN);
     coll_zap_lock();
-    zap_status_t st = zap_ireduce(m->zcomm, zsend, zrecv, n, dt, zop, root, &r->zreq);
+    zap_status_t st = COLL_ZAP_POST(request, r, reduce, m->zcomm, zsend, zrecv, n, dt, zop, root);
     coll_zap_unlock();
     return coll_zap_req_posted(r, st, request);
 }

@@ -91,11 +91,11 @@ static int run(const void *sbuf, void *rbuf, int rcount, const int *rcounts, omp
     coll_zap_lock();
     zap_status_t st;
     if (rcounts == NULL)
-        st = zap_ireduce_scatter_block(m->zcomm, zsend, zrecv, (size_t)rcount * e, dt, zop, &r->zreq);
+        st = COLL_ZAP_POST(request, r, reduce_scatter_block, m->zcomm, zsend, zrecv, (size_t)rcount * e, dt, zop);
     else if (r->counts != NULL)
-        st = zap_ireduce_scatter(m->zcomm, zsend, zrecv, r->counts, dt, zop, &r->zreq);
+        st = COLL_ZAP_POST(request, r, reduce_scatter, m->zcomm, zsend, zrecv, r->counts, dt, zop);
     else
-        st = zap_ireduce_scatter(m->zcomm, zsend, zrecv, NULL, dt, zop, &r->zreq);
+        st = COLL_ZAP_POST(request, r, reduce_scatter, m->zcomm, zsend, zrecv, NULL, dt, zop);
     coll_zap_unlock();
     return coll_zap_req_posted(r, st, request);
 }

@@ -6,9 +6,11 @@
  * opal_progress, so MPI_Wait/Test/Waitall on it, on point-to-point requests
  * or on other components' requests all advance zap, and zap completes the
  * Open MPI request (status, error class) when its own completes. A blocking
- * call tests its zap request itself and calls opal_progress between tests, so
- * Open MPI's point-to-point and other components move while a rank waits in
- * zap: neither side can starve the other.
+ * call runs zap's blocking form, whose wait calls opal_progress through the
+ * zap communicator's wait hook (under MPI_THREAD_MULTIPLE it posts, tests
+ * its zap request itself and calls opal_progress between tests), so Open
+ * MPI's point-to-point and other components move while a rank waits in zap:
+ * neither side can starve the other.
  *
  * Errors: the request's MPI_ERROR carries the class; its type is
  * OMPI_REQUEST_PML with the communicator as its object, because Open MPI 4.1
@@ -318,8 +320,19 @@ int coll_zap_progress(void)
     return events;
 }
 
+void coll_zap_wait_hook(void *ctx)
+{
+    (void)ctx;
+    opal_progress();
+}
+
 int coll_zap_req_posted(coll_zap_req_t *r, zap_status_t st, ompi_request_t **request)
 {
+    if (coll_zap_direct(request)) {
+        int rc = conclude(r, st); /* r->zreq is NULL: zap's blocking call has no request */
+        coll_zap_req_put(r);
+        return rc;
+    }
     if (st != ZAP_OK)
         return coll_zap_req_post_failed(r, st);
     if (request == NULL)

@@ -12,7 +12,7 @@
  * byte count of the call's type signature and the module's state, all equal
  * on every rank of the call; the callers add the op and the basic type. */
 #include "coll_zap.h"
-#include "cuda_coll.h"
+#include "coll/engine/mem.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,13 +106,13 @@ bool coll_zap_gpu_memory(const void *buf)
 {
     if (buf == NULL || buf == MPI_IN_PLACE)
         return false;
-    zap_mem_kind_t k = zap_cuda_ptr_kind(buf);
+    zap_mem_kind_t k = zap_coll_ptr_kind(buf, 1);
     return k == ZAP_MEM_DEVICE || k == ZAP_MEM_MANAGED;
 }
 
 bool coll_zap_device_memory(const void *buf)
 {
-    return buf != NULL && buf != MPI_IN_PLACE && zap_cuda_ptr_kind(buf) == ZAP_MEM_DEVICE;
+    return buf != NULL && buf != MPI_IN_PLACE && zap_coll_ptr_kind(buf, 1) == ZAP_MEM_DEVICE;
 }
 
 coll_zap_why_t coll_zap_route_kind(const coll_zap_module_t *m, coll_zap_coll_t coll, int nb, size_t bytes, bool gpu)

@@ -69,8 +69,8 @@ static int run(coll_zap_coll_t coll, const void *sbuf, void *rbuf, int count, om
         zrecv = NULL;
     coll_zap_count(coll, nb, COLL_ZAP_TAKEN);
     coll_zap_lock();
-    zap_status_t st = coll == COLL_ZAP_SCAN ? zap_iscan(m->zcomm, zsend, zrecv, n, dt, zop, &r->zreq)
-                                            : zap_iexscan(m->zcomm, zsend, zrecv, n, dt, zop, &r->zreq);
+    zap_status_t st = coll == COLL_ZAP_SCAN ? COLL_ZAP_POST(request, r, scan, m->zcomm, zsend, zrecv, n, dt, zop)
+                                            : COLL_ZAP_POST(request, r, exscan, m->zcomm, zsend, zrecv, n, dt, zop);
     coll_zap_unlock();
     return coll_zap_req_posted(r, st, request);
 }

@@ -1147,6 +1147,46 @@ static void nonblocking_mix(MPI_Comm comm, MPI_Comm other, const char *cname)
     free(ring_in);
 }
 
+/* A blocking collective whose last rank comes late, stuck first in a
+ * rendezvous send to rank 0: that send, and so the collective, can finish
+ * only if rank 0's wait inside the collective drives Open MPI's
+ * point-to-point (the zap communicator's wait hook). A hang here fails the
+ * run at its time limit. */
+static void blocking_progress(MPI_Comm comm, const char *cname)
+{
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    if (size < 2)
+        return;
+    enum { M = 1 << 18 }; /* 1 MiB of ints: past every eager limit */
+    char kase[96];
+    snprintf(kase, sizeof(kase), "blocking.progress.%s", cname);
+    int *buf = xmalloc(M * sizeof(int));
+    int x = rank + 1, sum = 0;
+    if (rank == 0) {
+        MPI_Request rq;
+        check_rc(kase, MPI_Irecv(buf, M, MPI_INT, size - 1, 11, comm, &rq));
+        check_rc(kase, MPI_Allreduce(&x, &sum, 1, MPI_INT, MPI_SUM, comm));
+        check_rc(kase, MPI_Wait(&rq, MPI_STATUS_IGNORE));
+        for (int i = 0; i < M; i++)
+            if (buf[i] != i) {
+                fail(kase, "wrong point-to-point data");
+                break;
+            }
+    } else {
+        if (rank == size - 1) {
+            for (int i = 0; i < M; i++)
+                buf[i] = i;
+            check_rc(kase, MPI_Send(buf, M, MPI_INT, 0, 11, comm));
+        }
+        check_rc(kase, MPI_Allreduce(&x, &sum, 1, MPI_INT, MPI_SUM, comm));
+    }
+    if (sum != size * (size + 1) / 2)
+        fail(kase, "wrong sum");
+    free(buf);
+}
+
 /* --- communicators ---------------------------------------------------------- */
 
 static void suite(MPI_Comm comm, const char *cname, int full, int check_order)
@@ -1180,6 +1220,7 @@ static void suite(MPI_Comm comm, const char *cname, int full, int check_order)
     MPI_Comm_dup(comm, &dup);
     nonblocking_mix(comm, dup, cname);
     MPI_Comm_free(&dup);
+    blocking_progress(comm, cname);
 }
 
 static int run_all(int check_order)
