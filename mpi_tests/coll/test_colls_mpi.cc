@@ -178,7 +178,7 @@ struct Comm {
     operator zap_comm_t *() const { return c; }
 };
 
-const char *const kReduceAlgs[] = {"auto", "binomial", "rabenseifner", "shm"};
+const char *const kReduceAlgs[] = {"auto", "binomial", "rabenseifner", "shm", "cma"};
 const char *const kRsAlgs[] = {"auto", "rhalving", "ring", "shm", "cma"};
 const char *const kScanAlgs[] = {"auto", "rd", "linear", "shm"};
 const char *const kGatherAlgs[] = {"auto", "linear", "binomial", "shm"};
@@ -222,13 +222,19 @@ TEST_F(CollsMpi, ReduceMatchesMpiReduceEveryRootTypeAndOp)
                 }
                 ASSERT_EQ(out[count * es], 0xEE) << "past the end";
             }
-        // Large vectors (the large shared area; Rabenseifner's halves), every root.
+        // Large vectors (the large shared area; Rabenseifner's halves; single
+        // copy), every root, odd roots in place.
         for (size_t count : counts_for(1000, 300001))
             for (int root = 0; root < size; root++) {
                 std::vector<int32_t> in(count + 1), out(count + 1, -9), ref(count + 1);
                 for (size_t i = 0; i < count; i++)
                     in[i] = (int32_t)mix((uint64_t)rank * 77 + i);
-                ASSERT_EQ(zap_reduce(comm, in.data(), out.data(), count, ZAP_DT_INT32, ZAP_OP_SUM, root), ZAP_OK);
+                bool in_place = root % 2 == 1 && rank == root;
+                if (in_place)
+                    std::memcpy(out.data(), in.data(), count * 4);
+                ASSERT_EQ(zap_reduce(comm, in_place ? ZAP_IN_PLACE : in.data(), out.data(), count, ZAP_DT_INT32,
+                                     ZAP_OP_SUM, root),
+                          ZAP_OK);
                 MPI_Reduce(in.data(), ref.data(), (int)count, MPI_INT32_T, MPI_SUM, root, MPI_COMM_WORLD);
                 if (rank == root) {
                     ASSERT_EQ(std::memcmp(out.data(), ref.data(), count * 4), 0) << alg << " count " << count;

@@ -33,6 +33,9 @@ void zap_allreduce_direct_fast_finish(const zap_comm_t *comm, const zap_coll_arg
 zap_status_t zap_allreduce_shm_init(zap_coll_op_t *op);          /* allreduce_shm.c, allreduce_shm_large.c */
 zap_status_t zap_allreduce_shm_large_init(zap_coll_op_t *op);
 zap_status_t zap_allreduce_cma_init(zap_coll_op_t *op);          /* allreduce_cma.c */
+/* The single-copy engine of allreduce_cma.c; root >= 0: the rooted form (only
+ * root gets the result in op->args.dst; the reduce's cma algorithm). */
+zap_status_t zap_allreduce_cma_start(zap_coll_op_t *op, int root);
 zap_status_t zap_allreduce_hier_init(zap_coll_op_t *op);         /* allreduce_hier.c: ranks on several hosts */
 /* The single-copy allreduce's vote: this rank's buffers are host memory. */
 bool zap_allreduce_cma_vote(const zap_coll_op_t *op);

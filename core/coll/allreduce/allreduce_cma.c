@@ -44,7 +44,14 @@
  * The agreement carries each rank's vote that its buffers are host memory
  * (GPU memory cannot be read this way): where any rank votes no, every rank
  * takes the next candidate (the large shared-memory form if the vector fits
- * its area, else the transport algorithm of the table). */
+ * its area, else the transport algorithm of the table).
+ *
+ * Rooted (the reduce's single-copy form, reduce_coll/reduce_cma.c): the same
+ * steps, but a rank other than the root reduces its block into scratch of
+ * its own (published as its output, shifted so that the block sits at its
+ * offset) and skips step 3; only the root pulls the others' blocks. The
+ * others' fin waits for the root's, so their scratch and inputs outlive its
+ * reads. */
 #include "coll/allreduce/allreduce.h"
 #include "coll/engine/mem.h"
 #include "coll/engine/select.h"
@@ -59,11 +66,13 @@
 
 /* Step 2's reduction needs no wait: it runs in the call that sees every
  * address (STEP_ADDRS). */
-enum { STEP_TURN, STEP_ADDRS, STEP_PULL, STEP_FIN };
+enum { STEP_TURN, STEP_ADDRS, STEP_PULL, STEP_FIN, STEP_FIN_WAIT };
 
 typedef struct cma_ar {
     const unsigned char *src;
-    unsigned char *dst;
+    unsigned char *dst; /* the whole result: every rank's output, or the root's (NULL elsewhere) */
+    unsigned char *own; /* where this rank's block goes: dst + its offset, or its scratch */
+    int root;           /* -1: every rank gets the result; else only this rank */
     size_t count, es;
     size_t chunk_elems; /* elements per chunk of a block */
     zap_dtype_t dt;
@@ -82,8 +91,12 @@ bool zap_allreduce_cma_vote(const zap_coll_op_t *op)
     return op->mem == ZAP_MEM_HOST && zap_coll_mem_kind(op->comm, a->src, a->bytes) == ZAP_MEM_HOST;
 }
 
-/* Scratch for one chunk of every rank's operand; the chunk shrinks so that
- * p of them fit CMA_SCRATCH_MAX. */
+/* Whether this rank receives the whole result (and pulls the others' blocks). */
+static bool gets_result(const zap_coll_shm_t *s, const cma_ar_t *a) { return a->root < 0 || a->root == s->rank; }
+
+/* Scratch for one chunk of every rank's operand (the chunk shrinks so that
+ * p of them fit CMA_SCRATCH_MAX), then, on a rank that keeps no result, its
+ * own block; a->own points at where the block goes. */
 static zap_status_t scratch_for(zap_coll_shm_t *s, cma_ar_t *a)
 {
     size_t chunk = a->chunk_elems * a->es, cap = CMA_SCRATCH_MAX / (size_t)s->size;
@@ -93,12 +106,17 @@ static zap_status_t scratch_for(zap_coll_shm_t *s, cma_ar_t *a)
     size_t block_max = a->count / (size_t)s->size + 1;
     if (block_max / a->chunk_elems >= 0xfffff0)
         a->chunk_elems = block_max / 0xfffff0 + 1;
-    size_t need = a->chunk_elems * a->es * (size_t)s->size;
+    size_t need = a->chunk_elems * a->es * (size_t)s->size, lo, hi;
+    zap_coll_shm_block(a->count, s->size, s->rank, &lo, &hi);
+    size_t ops = (need + 63) / 64 * 64, block = gets_result(s, a) ? 0 : (hi - lo) * a->es;
     if (s->cma_pulled == NULL && (s->cma_pulled = calloc((size_t)s->size, sizeof(size_t))) == NULL) {
         zap_error("coll: rank %d: single-copy allreduce: no memory", s->rank);
         return ZAP_ERR_NO_MEMORY;
     }
-    return zap_coll_shm_cma_scratch(s, need) != NULL ? ZAP_OK : ZAP_ERR_NO_MEMORY;
+    if (zap_coll_shm_cma_scratch(s, ops + block) == NULL)
+        return ZAP_ERR_NO_MEMORY;
+    a->own = gets_result(s, a) ? a->dst + lo * a->es : s->cma_scratch + ops;
+    return ZAP_OK;
 }
 
 /* Step 2: block r of the result, chunk by chunk, into this rank's output. */
@@ -127,9 +145,10 @@ static zap_status_t reduce_own_block(zap_coll_op_t *op, cma_ar_t *a, uint64_t k)
                 return st;
             operand[q] = slot;
         }
-        zap_reduce_cpu(a->dt, a->zop, a->dst + at, operand[0], operand[1], n);
+        unsigned char *out = a->own + (first - lo) * a->es;
+        zap_reduce_cpu(a->dt, a->zop, out, operand[0], operand[1], n);
         for (int q = 2; q < p; q++)
-            zap_reduce_cpu(a->dt, a->zop, a->dst + at, a->dst + at, operand[q], n);
+            zap_reduce_cpu(a->dt, a->zop, out, out, operand[q], n);
         atomic_store_explicit(&s->ctl[r].red_seq, zap_coll_shm_tag(k, j), memory_order_release);
     }
     return ZAP_OK;
@@ -201,8 +220,12 @@ static zap_status_t cma_progress(zap_coll_op_t *op)
         memset(s->cma_pulled, 0, sizeof(size_t) * (size_t)s->size);
         a->step = STEP_ADDRS;
         a->wait = (zap_coll_shm_wait_t){0, 0, 0};
+        size_t lo, hi;
+        zap_coll_shm_block(a->count, s->size, s->rank, &lo, &hi);
         s->ctl[s->rank].src_addr = (uint64_t)(uintptr_t)a->src;
-        s->ctl[s->rank].dst_addr = (uint64_t)(uintptr_t)a->dst;
+        /* Where the others would find element 0 of this rank's output: its
+         * block is read at its offset from there. */
+        s->ctl[s->rank].dst_addr = (uint64_t)(uintptr_t)a->own - (uint64_t)(lo * a->es);
         atomic_store_explicit(&s->ctl[s->rank].in_seq, zap_coll_shm_tag(op->shm_big_seq, 0), memory_order_release);
     }
     uint64_t k = op->shm_big_seq;
@@ -212,7 +235,7 @@ static zap_status_t cma_progress(zap_coll_op_t *op)
             return st;
         if ((st = reduce_own_block(op, a, k)) != ZAP_OK)
             return st;
-        a->step = STEP_PULL;
+        a->step = gets_result(s, a) ? STEP_PULL : STEP_FIN;
         a->wait_q = -1;
         a->wait = (zap_coll_shm_wait_t){0, 0, 0};
     }
@@ -220,6 +243,9 @@ static zap_status_t cma_progress(zap_coll_op_t *op)
         if ((st = pull(op, a, k)) != ZAP_OK)
             return st;
         a->step = STEP_FIN;
+    }
+    if (a->step == STEP_FIN) {
+        a->step = STEP_FIN_WAIT;
         a->wait = (zap_coll_shm_wait_t){0, 0, 0};
         atomic_store_explicit(&s->ctl[s->rank].fin_seq, zap_coll_shm_fin(k), memory_order_release);
     }
@@ -230,7 +256,7 @@ static zap_status_t cma_progress(zap_coll_op_t *op)
     return ZAP_OK;
 }
 
-static void state_init(zap_coll_op_t *op, size_t chunk)
+static void state_init(zap_coll_op_t *op, size_t chunk, int root)
 {
     const zap_coll_args_t *args = &op->args;
     cma_ar_t *a = (cma_ar_t *)op->alg_state;
@@ -243,17 +269,20 @@ static void state_init(zap_coll_op_t *op, size_t chunk)
     a->zop = args->op;
     a->in_place = args->src == args->dst;
     a->chunk_elems = chunk / a->es > 0 ? chunk / a->es : 1;
+    a->root = root;
     a->step = STEP_TURN;
 }
 
 /* Where the segment permits single-copy reads and the call agrees in it
  * (the flags are the segment's); an empty vector has nothing to read. */
-zap_status_t zap_allreduce_cma_init(zap_coll_op_t *op)
+zap_status_t zap_allreduce_cma_init(zap_coll_op_t *op) { return zap_allreduce_cma_start(op, -1); }
+
+zap_status_t zap_allreduce_cma_start(zap_coll_op_t *op, int root)
 {
     zap_coll_shm_t *s = op->comm->shm;
     if (s == NULL || !s->cma || op->form != ZAP_COLL_FORM_SHM || op->args.count == 0)
         return ZAP_ERR_UNSUPPORTED;
-    state_init(op, zap_coll_shm_large_chunk(op, op->agreed));
+    state_init(op, zap_coll_shm_large_chunk(op, op->agreed), root);
     op->progress = cma_progress;
     return ZAP_OK;
 }

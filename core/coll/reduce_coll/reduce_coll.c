@@ -10,6 +10,9 @@
  *                 root; rank order for every op. Medium and large vectors.
  *   shm           the shared segment's slots up to 4032 bytes, its large
  *                 area beyond (ranks on one host).
+ *   cma           single copy: rank r reduces block r reading the others'
+ *                 inputs, the root reads the finished blocks (ranks on one
+ *                 host, host memory). Large vectors.
  *   hier          through the hosts' hierarchy: small vectors in the
  *                 hierarchical agreement, larger ones node reduce to each
  *                 host's leader, the leaders' reduce to the root's host,
@@ -45,11 +48,19 @@ static const zap_coll_alg_t algs[ZAP_RD_NALGS] = {
                                     "root's host, to the root",
                      .init = zap_reduce_hier_init, .require = ZAP_COLL_PRED_HOSTS | ZAP_COLL_PRED_COMMUTATIVE,
                      .agrees_in_data = ZAP_AR_HIER_SMALL_BYTES, .by_name = true},
+    [ZAP_RD_CMA] = {.name = "cma",
+                    .description = "single copy: each rank reduces its block reading the others' buffers, the root "
+                                   "reads the blocks",
+                    .init = zap_reduce_cma_init,
+                    .require = ZAP_COLL_PRED_SAME_HOST | ZAP_COLL_PRED_SINGLE_COPY | ZAP_COLL_PRED_HOST_MEMORY,
+                    .vote_lane = ZAP_COLL_LANE_VOTE_HOST, .vote = zap_allreduce_cma_vote, .by_name = true},
 };
 
 static const zap_coll_row_t rows[] = {
     {ZAP_RD_HIER, 3, INT32_MAX, 0, SIZE_MAX, 0, 0,
      "ranks on several hosts: each host's ranks meet in shared memory, the hosts' sums cross once"},
+    {ZAP_RD_CMA, 2, ZAP_COLL_SHM_MAX_RANKS, KiB(256), SIZE_MAX, 0, ZAP_COLL_PRED_OVERSUBSCRIBED,
+     "large host vectors on one host: one copy per byte, no staging area"},
     {ZAP_RD_SHM, 2, ZAP_COLL_SHM_MAX_RANKS, 0, SIZE_MAX, 0, 0, "one host: no messages at all up to the area's size"},
     {ZAP_RD_BINOMIAL, 1, INT32_MAX, 0, KiB(8), 0, 0, "fewest rounds: ceil(log2 p) whole-vector hops"},
     {ZAP_RD_RABENSEIFNER, 1, INT32_MAX, KiB(8), SIZE_MAX, 0, 0,
@@ -59,7 +70,7 @@ static const zap_coll_row_t rows[] = {
 static zap_coll_form_t reduce_form(const zap_comm_t *comm)
 {
     int f = comm->set.alg[ZAP_COLL_REDUCE];
-    return comm->shm != NULL && (f < 0 || f == ZAP_RD_SHM) ? ZAP_COLL_FORM_SHM : ZAP_COLL_FORM_RD;
+    return comm->shm != NULL && (f < 0 || f == ZAP_RD_SHM || f == ZAP_RD_CMA) ? ZAP_COLL_FORM_SHM : ZAP_COLL_FORM_RD;
 }
 
 const zap_coll_desc_t zap_reduce_desc = {
