@@ -36,7 +36,7 @@
 const coll_zap_route_t coll_zap_routes[COLL_ZAP_NCOLLS] = {
     [COLL_ZAP_ALLREDUCE] = {"allreduce", "bytes of the vector (count x type size)",
                             (coll_zap_fn_t)coll_zap_allreduce, (coll_zap_fn_t)coll_zap_iallreduce,
-                            SLOT(allreduce), SLOT(iallreduce), PREV(allreduce), PREV(iallreduce), "2:4k,4:0", "0",
+                            SLOT(allreduce), SLOT(iallreduce), PREV(allreduce), PREV(iallreduce), "2:512,4:0", "0",
                             true},
     [COLL_ZAP_BCAST] = {"bcast", "bytes of the message (count x type size)", (coll_zap_fn_t)coll_zap_bcast,
                         (coll_zap_fn_t)coll_zap_ibcast, SLOT(bcast), SLOT(ibcast), PREV(bcast), PREV(ibcast),
