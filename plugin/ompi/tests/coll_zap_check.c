@@ -1184,6 +1184,15 @@ static void blocking_progress(MPI_Comm comm, const char *cname)
     }
     if (sum != size * (size + 1) / 2)
         fail(kase, "wrong sum");
+    /* A blocking call on a communicator with a non-blocking one of its own
+     * still pending: the blocking wait completes both, in call order. */
+    int y = 0, z = 0;
+    MPI_Request r1;
+    check_rc(kase, MPI_Iallreduce(&x, &y, 1, MPI_INT, MPI_SUM, comm, &r1));
+    check_rc(kase, MPI_Allreduce(&x, &z, 1, MPI_INT, MPI_MAX, comm));
+    check_rc(kase, MPI_Wait(&r1, MPI_STATUS_IGNORE));
+    if (y != size * (size + 1) / 2 || z != size)
+        fail(kase, "wrong sum or max with a non-blocking call pending");
     free(buf);
 }
 
