@@ -325,6 +325,38 @@ TEST_F(CollsMpi, ScanAndExscanMatchMpi)
     }
 }
 
+// Streams of scans and exscans of floats, a size with the prefix lane and
+// one without, interleaved so that a prefix of another exchange or size
+// would be read if the lane's exchange number were not checked: every result
+// is the left fold in rank order, bit for bit, computed here from all inputs.
+TEST_F(CollsMpi, ScanStreamsAreTheRankOrderFoldBitForBit)
+{
+    int rank = MpiRank(), size = MpiSize();
+    Comm sc(t_, "scan", "auto");
+    for (int it = 0; it < 300; it++) {
+        size_t count = it % 3 == 0 ? 700 : (it % 3 == 1 ? 50 : 49);
+        bool exclusive = it % 2 == 1;
+        std::vector<float> in(count), out(count, -1.0f), all(count * (size_t)size), fold(count);
+        for (size_t i = 0; i < count; i++)
+            in[i] = (float)((double)(mix((uint64_t)it << 40 | (uint64_t)rank << 20 | i) % 2000001) / 997.0 - 1003.0);
+        MPI_Allgather(in.data(), (int)count, MPI_FLOAT, all.data(), (int)count, MPI_FLOAT, MPI_COMM_WORLD);
+        int last = exclusive ? rank - 1 : rank;
+        for (size_t i = 0; i < count; i++) {
+            float acc = all[i];
+            for (int q = 1; q <= last; q++)
+                acc = acc + all[(size_t)q * count + i];
+            fold[i] = acc;
+        }
+        zap_status_t st = exclusive ? zap_exscan(sc, in.data(), out.data(), count, ZAP_DT_FLOAT32, ZAP_OP_SUM)
+                                    : zap_scan(sc, in.data(), out.data(), count, ZAP_DT_FLOAT32, ZAP_OP_SUM);
+        ASSERT_EQ(st, ZAP_OK) << "call " << it;
+        if (last < 0)
+            continue;
+        ASSERT_EQ(std::memcmp(out.data(), fold.data(), count * sizeof(float)), 0)
+            << (exclusive ? "exscan" : "scan") << " call " << it << " count " << count;
+    }
+}
+
 TEST_F(CollsMpi, GatherAndGathervMatchMpi)
 {
     int rank = MpiRank(), size = MpiSize();

@@ -324,7 +324,7 @@ TEST(Reductions, ZeroCountsCompleteAndTouchNothing)
 TEST(Reductions, SettingsNameTheTablesAlgorithms)
 {
     const std::pair<const char *, const char *> settings[] = {
-        {"ZAP_REDUCE_ALG", "auto|binomial|rabenseifner|shm|hier"},
+        {"ZAP_REDUCE_ALG", "auto|binomial|rabenseifner|shm|hier|cma"},
         {"ZAP_REDUCE_SCATTER_ALG", "auto|rhalving|ring|shm|cma|hier"},
         {"ZAP_GATHER_ALG", "auto|linear|binomial|shm|hier"},
         {"ZAP_ALLTOALL_ALG", "auto|pairwise|bruck|linear|shm|cma"},

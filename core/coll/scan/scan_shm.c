@@ -1,9 +1,22 @@
 /* Shared-memory scan and exscan, vectors up to a slot's 4032 bytes (ranks
  * on one host): every rank publishes its vector in its slot of the
  * agreement, nothing combined (zap_coll_agree_init_gather), and rank r then
- * reduces slots 0 .. r (exscan: 0 .. r-1) in rank order,
- * ((x0 op x1) op x2) ..., into recvbuf: the agreement is the whole call, no
- * message. Rank order for every op. */
+ * computes ((x0 op x1) op x2) ... op xr (exscan: up to x(r-1)) into recvbuf:
+ * the agreement is the whole call, no message. Rank order for every op.
+ *
+ * The prefix lane (vectors up to LANE_MAX bytes): after its vector a rank's
+ * slot carries its inclusive prefix x0 op ... op xr, then the number of the
+ * exchange that prefix is of, stored after it with release order. Rank r,
+ * finding rank r-1's prefix of this exchange there, combines it with its own
+ * vector (exscan: copies it) instead of reducing r slots, reading one vector
+ * instead of r; it does not wait for it (a late r-1 would make the call a
+ * chain), but reduces the slots as without the lane. Either way the operands
+ * and their order are the same, (prefix(r-1)) op xr = ((x0 op x1) ...) op xr,
+ * so are the bytes. Only the bytes past the vector change after the slot is
+ * published, and only its owner writes them; a reader reads them only once
+ * their exchange number is there, and no bank is reused before every rank
+ * has read through its exchange (shm.h), so a prefix is never read while its
+ * slot is rewritten. */
 #include "coll/scan/scan.h"
 #include "coll/comm_impl.h"
 #include "coll/engine/mem.h"
@@ -11,20 +24,63 @@
 #include "coll/shm/shm.h"
 #include <string.h>
 
+/* Where a slot's prefix starts (after the vector, on a 64-byte boundary)
+ * and whether vector, prefix and exchange number fit the payload. */
+static size_t lane_at(size_t bytes) { return (bytes + 63) & ~(size_t)63; }
+#define LANE_MAX ((ZAP_COLL_SHM_PAYLOAD - sizeof(uint64_t)) / 2 / 64 * 64)
+
+static _Atomic uint64_t *lane_seq(unsigned char *payload, size_t bytes)
+{
+    return (_Atomic uint64_t *)(void *)(payload + 2 * lane_at(bytes));
+}
+
+/* Rank r's result of exchange seq into out (exclusive: exscan; rank 0 of an
+ * exscan leaves out alone), and its prefix into its lane. */
+static void combine(zap_coll_shm_t *s, uint64_t seq, int r, bool exclusive, zap_dtype_t dt, zap_op_t op,
+                    size_t count, size_t bytes, void *out)
+{
+    unsigned char *own = zap_coll_shm_slot(s, seq, r)->payload;
+    bool lane = bytes <= LANE_MAX;
+    const unsigned char *prev = NULL; /* rank r-1's prefix, when it is there */
+    if (lane && r > 0) {
+        unsigned char *q = zap_coll_shm_slot(s, seq, r - 1)->payload;
+        if (atomic_load_explicit(lane_seq(q, bytes), memory_order_acquire) == seq)
+            prev = q + lane_at(bytes);
+    }
+    int last = exclusive ? r - 1 : r;
+    if (last >= 0) {
+        if (prev != NULL && exclusive) {
+            memcpy(out, prev, bytes);
+        } else if (prev != NULL) {
+            zap_reduce_cpu(dt, op, out, prev, own, count);
+        } else {
+            const void *srcs[ZAP_COLL_SHM_MAX_RANKS];
+            for (int q = 0; q <= last; q++)
+                srcs[q] = zap_coll_shm_slot(s, seq, q)->payload;
+            zap_reduce_cpu_many(dt, op, out, srcs, last + 1, count);
+        }
+    }
+    if (!lane)
+        return;
+    unsigned char *mine = own + lane_at(bytes);
+    if (!exclusive)
+        memcpy(mine, out, bytes);
+    else if (r == 0)
+        memcpy(mine, own, bytes);
+    else
+        zap_reduce_cpu(dt, op, mine, out, own, count);
+    atomic_store_explicit(lane_seq(own, bytes), seq, memory_order_release);
+}
+
 static zap_status_t shm_finish(zap_coll_op_t *op)
 {
     const zap_coll_args_t *a = &op->args;
-    int last = op->comm->rank - (op->kind == ZAP_COLL_EXSCAN ? 1 : 0);
-    if (last < 0)
-        return ZAP_OK; /* exscan on rank 0: nothing */
     /* The CPU combines the host slots: into recvbuf when it is host memory,
      * else into scratch copied over. */
     char *out = op->mem == ZAP_MEM_HOST ? a->dst : op->scratch.ptr;
-    const void *srcs[ZAP_COLL_SHM_MAX_RANKS];
-    for (int q = 0; q <= last; q++)
-        srcs[q] = zap_coll_agree_slot(op, q);
-    zap_reduce_cpu_many(a->dt, a->op, out, srcs, last + 1, a->count);
-    if (out != a->dst)
+    bool exclusive = op->kind == ZAP_COLL_EXSCAN;
+    combine(op->comm->shm, op->agree.shm_seq, op->comm->rank, exclusive, a->dt, a->op, a->count, a->bytes, out);
+    if (out != a->dst && !(exclusive && op->comm->rank == 0))
         zap_coll_copy(op, a->dst, out, a->bytes);
     return ZAP_OK;
 }
@@ -63,11 +119,10 @@ bool zap_scan_shm_fast_setup(const zap_comm_t *comm, const zap_coll_args_t *a, z
 
 void zap_scan_shm_fast_finish(const zap_comm_t *comm, const zap_coll_args_t *a, const zap_coll_shm_fast_t *f)
 {
-    zap_coll_agree_shm_fast_reduce(comm, f, comm->rank, a->dt, a->op, a->dst, a->count);
+    combine(comm->shm, f->seq, comm->rank, false, a->dt, a->op, a->count, a->bytes, a->dst);
 }
 
 void zap_exscan_shm_fast_finish(const zap_comm_t *comm, const zap_coll_args_t *a, const zap_coll_shm_fast_t *f)
 {
-    if (comm->rank > 0)
-        zap_coll_agree_shm_fast_reduce(comm, f, comm->rank - 1, a->dt, a->op, a->dst, a->count);
+    combine(comm->shm, f->seq, comm->rank, true, a->dt, a->op, a->count, a->bytes, a->dst);
 }
