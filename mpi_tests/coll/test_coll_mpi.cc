@@ -354,7 +354,7 @@ TEST_F(CollMpi, MidSizeAllgatherThroughTheLargeAreaMatchesMpi)
         std::vector<int> icounts(size), idispls(size);
         size_t total = 0;
         for (int r = 0; r < size; r++) { /* reversed, uneven, one empty */
-            counts[r] = r == size - 1 ? 0 : count - (size_t)r * 100;
+            counts[r] = r == size - 1 ? 0 : count - (size_t)r * 100 % (count / 2); /* above count / 2 at any size */
             icounts[r] = (int)counts[r];
         }
         for (int r = size - 1; r >= 0; r--) {
