@@ -253,8 +253,7 @@ zap_status_t zap_coll_agree_shm_progress(zap_coll_op_t *op);
  * exactly the slot the operation would (the same words, chain and payload),
  * so ranks that take it and ranks that run the operation meet in one
  * exchange. */
-typedef struct zap_coll_shm_fast zap_coll_shm_fast_t;
-struct zap_coll_shm_fast {
+typedef struct zap_coll_shm_fast {
     uint64_t words[ZAP_HDR_NWORDS]; /* this rank's header words, as the engine builds them */
     const void *src;                /* the payload this rank writes (bytes; 0: none), host memory */
     size_t bytes;
@@ -262,16 +261,7 @@ struct zap_coll_shm_fast {
     size_t bytes2;
     uint64_t need;                  /* the ranks whose slots this rank reads (bit q: rank q) */
     uint64_t seq;                   /* set by open: the exchange's number */
-    /* Optional (NULL: none): whether rank vouch_q's slot of this exchange,
-     * there with this rank's words and chain, stands for every needed slot,
-     * because its owner completed the exchange having checked them all (the
-     * scan's prefix lane). Open then returns without waiting for the others,
-     * vouched set: the caller reads vouch_q's slot alone. Equal words are
-     * transitive, so a mismatch anywhere still reaches some rank's check. */
-    bool (*vouches)(const zap_comm_t *comm, const zap_coll_shm_fast_t *f);
-    int vouch_q;
-    bool vouched;
-};
+} zap_coll_shm_fast_t;
 /* Writes this rank's slot and polls up to polls times for the needed ones.
  * ZAP_OK: every needed slot is there with this rank's words and chain; the
  * caller reads them (zap_coll_agree_shm_fast_slot) and then closes.

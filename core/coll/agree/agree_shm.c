@@ -333,9 +333,7 @@ zap_status_t zap_coll_agree_shm_fast_open(zap_comm_t *comm, zap_coll_shm_fast_t 
         memcpy(own->payload + f->bytes, f->src2, f->bytes2);
     atomic_store_explicit(&own->seq, seq, memory_order_release);
     s->next = seq;
-    uint64_t seen = 0, check = f->need;
-    f->vouched = false;
-    uint64_t vouch_bit = f->vouches != NULL ? (UINT64_C(1) << f->vouch_q) & f->need : 0;
+    uint64_t seen = 0;
     for (unsigned n = 0; seen != f->need; n++) {
         if (n > polls) {
             s->prepub = seq; /* the operation that takes this call over waits (zap_coll_agree_shm_setup) */
@@ -346,15 +344,10 @@ zap_status_t zap_coll_agree_shm_fast_open(zap_comm_t *comm, zap_coll_shm_fast_t 
             if (atomic_load_explicit(&zap_coll_shm_slot(s, seq, q)->seq, memory_order_acquire) == seq)
                 seen |= UINT64_C(1) << q;
         }
-        if ((seen & vouch_bit) != 0 && seen != f->need && f->vouches(comm, f)) {
-            f->vouched = true;
-            check = vouch_bit;
-            break;
-        }
     }
     /* Anything but the same words and chain (a mismatch, a bad mark) is for
      * the operation to find, name and report as every form does. */
-    for (uint64_t m = check; m != 0; m &= m - 1) {
+    for (uint64_t m = f->need; m != 0; m &= m - 1) {
         const zap_coll_shm_slot_t *in = zap_coll_shm_slot(s, seq, __builtin_ctzll(m));
         if (in->chain != own->chain || memcmp(in->words, own->words, sizeof(own->words)) != 0) {
             s->prepub = seq;

@@ -34,25 +34,19 @@ static _Atomic uint64_t *lane_seq(unsigned char *payload, size_t bytes)
     return (_Atomic uint64_t *)(void *)(payload + 2 * lane_at(bytes));
 }
 
-/* Whether rank q's prefix of exchange seq is in its lane. */
-static bool lane_ready(const zap_coll_shm_t *s, uint64_t seq, int q, size_t bytes)
-{
-    return bytes <= LANE_MAX &&
-           atomic_load_explicit(lane_seq(zap_coll_shm_slot(s, seq, q)->payload, bytes), memory_order_acquire) == seq;
-}
-
 /* Rank r's result of exchange seq into out (exclusive: exscan; rank 0 of an
- * exscan leaves out alone), and its prefix into its lane. vouched: rank
- * r-1's prefix was found there already, and the slots below it may not be
- * (zap_coll_shm_fast_t.vouches). */
+ * exscan leaves out alone), and its prefix into its lane. */
 static void combine(zap_coll_shm_t *s, uint64_t seq, int r, bool exclusive, zap_dtype_t dt, zap_op_t op,
-                    size_t count, size_t bytes, void *out, bool vouched)
+                    size_t count, size_t bytes, void *out)
 {
     unsigned char *own = zap_coll_shm_slot(s, seq, r)->payload;
     bool lane = bytes <= LANE_MAX;
     const unsigned char *prev = NULL; /* rank r-1's prefix, when it is there */
-    if (r > 0 && (vouched || lane_ready(s, seq, r - 1, bytes)))
-        prev = zap_coll_shm_slot(s, seq, r - 1)->payload + lane_at(bytes);
+    if (lane && r > 0) {
+        unsigned char *q = zap_coll_shm_slot(s, seq, r - 1)->payload;
+        if (atomic_load_explicit(lane_seq(q, bytes), memory_order_acquire) == seq)
+            prev = q + lane_at(bytes);
+    }
     int last = exclusive ? r - 1 : r;
     if (last >= 0) {
         if (prev != NULL && exclusive) {
@@ -85,8 +79,7 @@ static zap_status_t shm_finish(zap_coll_op_t *op)
      * else into scratch copied over. */
     char *out = op->mem == ZAP_MEM_HOST ? a->dst : op->scratch.ptr;
     bool exclusive = op->kind == ZAP_COLL_EXSCAN;
-    combine(op->comm->shm, op->agree.shm_seq, op->comm->rank, exclusive, a->dt, a->op, a->count, a->bytes, out,
-            false);
+    combine(op->comm->shm, op->agree.shm_seq, op->comm->rank, exclusive, a->dt, a->op, a->count, a->bytes, out);
     if (out != a->dst && !(exclusive && op->comm->rank == 0))
         zap_coll_copy(op, a->dst, out, a->bytes);
     return ZAP_OK;
@@ -115,33 +108,21 @@ zap_status_t zap_scan_shm_init(zap_coll_op_t *op)
     return ZAP_OK;
 }
 
-/* Rank r-1's prefix vouches for the slots below it: r-1 wrote it only after
- * it completed the exchange, its words and chain equal to theirs. */
-static bool prefix_vouches(const zap_comm_t *comm, const zap_coll_shm_fast_t *f)
-{
-    return lane_ready(comm->shm, f->seq, f->vouch_q, f->bytes);
-}
-
-/* The fast form (engine/fast.h): one-way, as above, on host buffers; with
- * the lane, rank r-1's prefix found there ends the wait for the others. */
+/* The fast form (engine/fast.h): one-way, as above, on host buffers. */
 bool zap_scan_shm_fast_setup(const zap_comm_t *comm, const zap_coll_args_t *a, zap_coll_shm_fast_t *f)
 {
     f->src = a->src;
     f->bytes = a->bytes;
     f->need = (UINT64_C(1) << comm->rank) - 1;
-    if (comm->rank > 1 && a->bytes <= LANE_MAX) {
-        f->vouches = prefix_vouches;
-        f->vouch_q = comm->rank - 1;
-    }
     return true;
 }
 
 void zap_scan_shm_fast_finish(const zap_comm_t *comm, const zap_coll_args_t *a, const zap_coll_shm_fast_t *f)
 {
-    combine(comm->shm, f->seq, comm->rank, false, a->dt, a->op, a->count, a->bytes, a->dst, f->vouched);
+    combine(comm->shm, f->seq, comm->rank, false, a->dt, a->op, a->count, a->bytes, a->dst);
 }
 
 void zap_exscan_shm_fast_finish(const zap_comm_t *comm, const zap_coll_args_t *a, const zap_coll_shm_fast_t *f)
 {
-    combine(comm->shm, f->seq, comm->rank, true, a->dt, a->op, a->count, a->bytes, a->dst, f->vouched);
+    combine(comm->shm, f->seq, comm->rank, true, a->dt, a->op, a->count, a->bytes, a->dst);
 }
