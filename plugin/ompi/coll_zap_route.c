@@ -257,6 +257,9 @@ void coll_zap_route_release_previous(coll_zap_module_t *m)
 void coll_zap_stats_print(void)
 {
     int rank = ompi_comm_rank(&ompi_mpi_comm_world.comm);
+    fprintf(stderr, "coll:zap: stats rank %d: blocking calls %s\n", rank,
+            mca_coll_zap_component.thread_multiple ? "posted and waited in the component (MPI_THREAD_MULTIPLE)"
+                                                   : "on zap's blocking form");
     for (int c = 0; c < COLL_ZAP_NCOLLS; c++) {
         for (int nb = 0; nb < 2; nb++) {
             const uint64_t *n = mca_coll_zap_component.route[c].count[nb];

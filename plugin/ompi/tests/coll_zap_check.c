@@ -1411,7 +1411,20 @@ static int run_peer_exit(void)
 
 int main(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
+    /* CHECK_ZAP_THREADS=multiple: MPI_THREAD_MULTIPLE, where the component
+     * posts blocking calls and waits for them itself. */
+    const char *threads = getenv("CHECK_ZAP_THREADS");
+    if (threads != NULL && !strcmp(threads, "multiple")) {
+        int provided = MPI_THREAD_SINGLE;
+        MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+        if (provided < MPI_THREAD_MULTIPLE) {
+            printf("SKIP this Open MPI gives thread level %d, not MPI_THREAD_MULTIPLE\n", provided);
+            MPI_Finalize();
+            return 77;
+        }
+    } else {
+        MPI_Init(&argc, &argv);
+    }
     MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &g_size);
     if (argc < 3) {

@@ -146,6 +146,22 @@ c_matches_open_mpi)
     fi
     pass
     ;;
+c_matches_open_mpi_thread_multiple)
+    # The same program under MPI_THREAD_MULTIPLE, where a blocking call is
+    # posted and waited for in the component (the lock is not held across
+    # zap's wait): results equal Open MPI's, and the statistics say so.
+    run "$ZAP_TEST_MPIEXEC" $BASE -np "$np" -x CHECK_ZAP_THREADS=multiple "$ZAP_TEST_CHECK" all "$tmp/without"
+    [ $rc -ne 77 ] || skip "$(grep SKIP "$tmp/out" | head -1)"
+    [ $rc -eq 0 ] || fail "the program failed without the component (status $rc)"
+    run "$ZAP_TEST_MPIEXEC" $BASE $ON $OPEN -np "$np" -x CHECK_ZAP_THREADS=multiple -x CHECK_ZAP_ORDER=1 \
+        "$ZAP_TEST_CHECK" all "$tmp/with"
+    [ $rc -eq 0 ] || fail "the program failed with the component (status $rc)"
+    same_digests without with
+    [ "$(zap_count allreduce)" -gt 0 ] || fail "zap ran no allreduce"
+    [ "$(grep -c 'blocking calls posted and waited in the component' "$tmp/err")" -eq "$np" ] ||
+        fail "the component did not take MPI_THREAD_MULTIPLE's path on every rank"
+    pass
+    ;;
 c_matches_open_mpi_pml_ucx)
     # The same with Open MPI's point-to-point on its own UCX context (pml
     # ucx) beside zap's.
