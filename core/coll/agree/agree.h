@@ -273,10 +273,12 @@ typedef struct zap_coll_shm_fast {
 zap_status_t zap_coll_agree_shm_fast_open(zap_comm_t *comm, zap_coll_shm_fast_t *f, unsigned polls);
 /* Rank q's payload in the open exchange (q needed, or this rank). */
 const void *zap_coll_agree_shm_fast_slot(const zap_comm_t *comm, const zap_coll_shm_fast_t *f, int q);
-/* dst = the payloads of ranks 0 .. last reduced in rank order with op (count
- * elements of dt), as the exchange reduces them. */
-void zap_coll_agree_shm_fast_reduce(const zap_comm_t *comm, const zap_coll_shm_fast_t *f, int last, zap_dtype_t dt,
-                                    zap_op_t op, void *dst, size_t count);
+/* dst = the payloads of ranks 0 .. last in exchange seq of comm's segment,
+ * reduced in rank order with op (count elements of dt): what the two-way
+ * exchange, the fast form and the forms that read the slots themselves
+ * (scan) all compute. */
+void zap_coll_agree_shm_reduce(const zap_comm_t *comm, uint64_t seq, int last, zap_dtype_t dt, zap_op_t op, void *dst,
+                               size_t count);
 /* Ends it: the chain moves on and the slots read are free to reuse. */
 void zap_coll_agree_shm_fast_close(zap_comm_t *comm, const zap_coll_shm_fast_t *f);
 /* The hierarchical form (agree_hier.c): up to each host's leader, across the

@@ -226,12 +226,8 @@ static void combine_slots(zap_coll_op_t *op, zap_coll_shm_t *s)
             memcpy(dst, zap_coll_shm_slot(s, ag->shm_seq, ag->root)->payload, bytes);
         return;
     }
-    if (!all)
-        return;
-    const void *srcs[ZAP_COLL_SHM_MAX_RANKS];
-    for (int q = 0; q < s->size; q++)
-        srcs[q] = zap_coll_shm_slot(s, ag->shm_seq, q)->payload;
-    zap_reduce_cpu_many(ag->dt, ag->op, dst, srcs, s->size, ag->count);
+    if (all)
+        zap_coll_agree_shm_reduce(op->comm, ag->shm_seq, s->size - 1, ag->dt, ag->op, dst, ag->count);
 }
 
 /* The verdict, with the chain's: a reader whose chain differs from a
@@ -362,12 +358,12 @@ const void *zap_coll_agree_shm_fast_slot(const zap_comm_t *comm, const zap_coll_
     return zap_coll_shm_slot(comm->shm, f->seq, q)->payload;
 }
 
-void zap_coll_agree_shm_fast_reduce(const zap_comm_t *comm, const zap_coll_shm_fast_t *f, int last, zap_dtype_t dt,
-                                    zap_op_t op, void *dst, size_t count)
+void zap_coll_agree_shm_reduce(const zap_comm_t *comm, uint64_t seq, int last, zap_dtype_t dt, zap_op_t op, void *dst,
+                               size_t count)
 {
     const void *srcs[ZAP_COLL_SHM_MAX_RANKS];
     for (int q = 0; q <= last; q++)
-        srcs[q] = zap_coll_shm_slot(comm->shm, f->seq, q)->payload;
+        srcs[q] = zap_coll_shm_slot(comm->shm, seq, q)->payload;
     zap_reduce_cpu_many(dt, op, dst, srcs, last + 1, count);
 }
 

@@ -58,5 +58,5 @@ bool zap_allreduce_direct_fast_setup(const zap_comm_t *comm, const zap_coll_args
  * slot 0, then slots 1 .. p-1 in rank order. */
 void zap_allreduce_direct_fast_finish(const zap_comm_t *comm, const zap_coll_args_t *a, const zap_coll_shm_fast_t *f)
 {
-    zap_coll_agree_shm_fast_reduce(comm, f, comm->size - 1, a->dt, a->op, a->dst, a->count);
+    zap_coll_agree_shm_reduce(comm, f->seq, comm->size - 1, a->dt, a->op, a->dst, a->count);
 }

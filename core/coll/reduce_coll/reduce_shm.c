@@ -168,5 +168,5 @@ void zap_reduce_shm_fast_finish(const zap_comm_t *comm, const zap_coll_args_t *a
 {
     if (comm->rank != a->root)
         return;
-    zap_coll_agree_shm_fast_reduce(comm, f, comm->size - 1, a->dt, a->op, a->dst, a->count);
+    zap_coll_agree_shm_reduce(comm, f->seq, comm->size - 1, a->dt, a->op, a->dst, a->count);
 }

@@ -36,9 +36,11 @@ static _Atomic uint64_t *lane_seq(unsigned char *payload, size_t bytes)
 
 /* Rank r's result of exchange seq into out (exclusive: exscan; rank 0 of an
  * exscan leaves out alone), and its prefix into its lane. */
-static void combine(zap_coll_shm_t *s, uint64_t seq, int r, bool exclusive, zap_dtype_t dt, zap_op_t op,
-                    size_t count, size_t bytes, void *out)
+static void combine(const zap_comm_t *comm, uint64_t seq, bool exclusive, zap_dtype_t dt, zap_op_t op, size_t count,
+                    size_t bytes, void *out)
 {
+    const zap_coll_shm_t *s = comm->shm;
+    int r = comm->rank;
     unsigned char *own = zap_coll_shm_slot(s, seq, r)->payload;
     bool lane = bytes <= LANE_MAX;
     const unsigned char *prev = NULL; /* rank r-1's prefix, when it is there */
@@ -54,10 +56,7 @@ static void combine(zap_coll_shm_t *s, uint64_t seq, int r, bool exclusive, zap_
         } else if (prev != NULL) {
             zap_reduce_cpu(dt, op, out, prev, own, count);
         } else {
-            const void *srcs[ZAP_COLL_SHM_MAX_RANKS];
-            for (int q = 0; q <= last; q++)
-                srcs[q] = zap_coll_shm_slot(s, seq, q)->payload;
-            zap_reduce_cpu_many(dt, op, out, srcs, last + 1, count);
+            zap_coll_agree_shm_reduce(comm, seq, last, dt, op, out, count);
         }
     }
     if (!lane)
@@ -79,7 +78,7 @@ static zap_status_t shm_finish(zap_coll_op_t *op)
      * else into scratch copied over. */
     char *out = op->mem == ZAP_MEM_HOST ? a->dst : op->scratch.ptr;
     bool exclusive = op->kind == ZAP_COLL_EXSCAN;
-    combine(op->comm->shm, op->agree.shm_seq, op->comm->rank, exclusive, a->dt, a->op, a->count, a->bytes, out);
+    combine(op->comm, op->agree.shm_seq, exclusive, a->dt, a->op, a->count, a->bytes, out);
     if (out != a->dst && !(exclusive && op->comm->rank == 0))
         zap_coll_copy(op, a->dst, out, a->bytes);
     return ZAP_OK;
@@ -119,10 +118,10 @@ bool zap_scan_shm_fast_setup(const zap_comm_t *comm, const zap_coll_args_t *a, z
 
 void zap_scan_shm_fast_finish(const zap_comm_t *comm, const zap_coll_args_t *a, const zap_coll_shm_fast_t *f)
 {
-    combine(comm->shm, f->seq, comm->rank, false, a->dt, a->op, a->count, a->bytes, a->dst);
+    combine(comm, f->seq, false, a->dt, a->op, a->count, a->bytes, a->dst);
 }
 
 void zap_exscan_shm_fast_finish(const zap_comm_t *comm, const zap_coll_args_t *a, const zap_coll_shm_fast_t *f)
 {
-    combine(comm->shm, f->seq, comm->rank, true, a->dt, a->op, a->count, a->bytes, a->dst);
+    combine(comm, f->seq, true, a->dt, a->op, a->count, a->bytes, a->dst);
 }
