@@ -122,9 +122,10 @@ static const cfg_row_t rows[] = {
                                        "for all."},
                                       CFG_SIZE, NULL, 0, 64 * MiB},
     [ZAP_CFG_COLL_CMA] = {{"ZAP_COLL_CMA", "auto", "auto|off",
-                           "Communicators with a shared-memory segment: large allreduces, reduces and reduce-scatters on host memory "
-                           "read the other ranks' buffers directly (process_vm_readv, one copy; auto, where "
-                           "the system permits it) or never do (off). Off where any rank says off."},
+                           "Communicators with a shared-memory segment: large allreduces, reduces and "
+                           "reduce-scatters on host memory read the other ranks' buffers directly "
+                           "(process_vm_readv, one copy; auto, where the system permits it) or never do (off). "
+                           "Off where any rank says off."},
                           CFG_CHOICE, "auto|off", 0, 0},
     [ZAP_CFG_REDUCE_ALG] = {{"ZAP_REDUCE_ALG", "auto", "auto|binomial|rabenseifner|shm|hier|cma",
                              "Reduce (rooted) algorithm of communicators made from now on "

@@ -76,7 +76,7 @@ struct zap_comm {
     zap_transport_t *checksum_t; /* checksum mode: the wrapper this communicator made and closes */
     zap_transport_t *unwrapped;  /* the transport under checksum_t */
     unsigned spins_before_yield; /* polls of a waiting operation before it yields the CPU */
-    zap_wait_hook_fn wait_hook;  /* zap_comm_set_wait_hook: run between a blocking call's polls */
+    zap_wait_hook_fn wait_hook;  /* zap_comm_set_wait_hook: run between a wait's polls */
     void *wait_hook_ctx;
     bool oversubscribed;         /* agreed: some rank has more ranks than cores on its node */
     bool oversubscribed_known;   /* agreed already (at creation, or from a parent) */

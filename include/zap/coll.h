@@ -375,8 +375,8 @@ ZAP_API zap_transport_t *zap_comm_transport(const zap_comm_t *comm);
  * ZAP_ERR_INVALID_PARAM for a NULL comm. */
 ZAP_API zap_status_t zap_comm_progress(zap_comm_t *comm);
 
-/* What a blocking call on a communicator runs between its polls while it
- * waits for other ranks (zap_comm_set_wait_hook). */
+/* What a wait on a communicator runs between its polls while it waits for
+ * other ranks (zap_comm_set_wait_hook). */
 typedef void (*zap_wait_hook_fn)(void *ctx);
 
 /* Sets hook (NULL: none) to be called with ctx between the polls of every

@@ -147,7 +147,8 @@ static int run(bool is_v, const void *sbuf, int scount, const int *scounts, cons
     if (!is_v)
         st = COLL_ZAP_POST(request, r, alltoall, m->zcomm, zsend, block, zrecv, ZAP_DT_UINT8);
     else if (r->counts != NULL && r->displs != NULL)
-        st = COLL_ZAP_POST(request, r, alltoallv, m->zcomm, zsend, r->counts, r->displs, zrecv, r->counts + p, r->displs + p, ZAP_DT_UINT8);
+        st = COLL_ZAP_POST(request, r, alltoallv, m->zcomm, zsend, r->counts, r->displs, zrecv, r->counts + p,
+                           r->displs + p, ZAP_DT_UINT8);
     else
         st = COLL_ZAP_POST(request, r, alltoallv, m->zcomm, zsend, NULL, NULL, NULL, NULL, NULL, ZAP_DT_UINT8);
     coll_zap_unlock();

@@ -138,7 +138,8 @@ static int run(bool is_v, const void *sbuf, int scount, ompi_datatype_t *sdtype,
     if (!is_v)
         st = COLL_ZAP_POST(request, r, gather, m->zcomm, zsend, is_root ? block : sbytes, zrecv, ZAP_DT_UINT8, root);
     else
-        st = COLL_ZAP_POST(request, r, gatherv, m->zcomm, zsend, sbytes, zrecv, r->counts, r->displs, ZAP_DT_UINT8, root);
+        st = COLL_ZAP_POST(request, r, gatherv, m->zcomm, zsend, sbytes, zrecv, r->counts, r->displs, ZAP_DT_UINT8,
+                           root);
     coll_zap_unlock();
     return coll_zap_req_posted(r, st, request);
 }

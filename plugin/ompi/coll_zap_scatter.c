@@ -142,8 +142,10 @@ static int run(coll_zap_coll_t coll, const void *sbuf, int scount, const int *sc
     }
     coll_zap_count(coll, nb, COLL_ZAP_TAKEN);
     coll_zap_lock();
-    zap_status_t st = fixed ? COLL_ZAP_POST(request, r, scatter, m->zcomm, zsend, zrecv, rbytes, ZAP_DT_UINT8, root)
-                            : COLL_ZAP_POST(request, r, scatterv, m->zcomm, zsend, r->counts, r->displs, zrecv, rbytes, ZAP_DT_UINT8, root);
+    zap_status_t st =
+        fixed ? COLL_ZAP_POST(request, r, scatter, m->zcomm, zsend, zrecv, rbytes, ZAP_DT_UINT8, root)
+              : COLL_ZAP_POST(request, r, scatterv, m->zcomm, zsend, r->counts, r->displs, zrecv, rbytes, ZAP_DT_UINT8,
+                              root);
     coll_zap_unlock();
     return coll_zap_req_posted(r, st, request);
 }

@@ -514,12 +514,12 @@ static zap_status_t coll_req_wait(zap_request_t *req, double deadline)
         }
         /* A transport that sleeps in wait (inproc: a condition variable) is
          * waited on when one operation is active and no wait hook needs to
-         * run. Otherwise poll: with several
-         * operations one may need progress while the other sleeps, and a
-         * polling transport (UCX) would spin inside its wait without letting
-         * other processes of an oversubscribed node run; after a short spin
-         * (spins_before_yield) this loop yields the CPU on every round, as
-         * Open MPI does when oversubscribed. */
+         * run. Otherwise poll: with several operations one may need progress
+         * while the other sleeps, and a polling transport (UCX) would spin
+         * inside its wait without letting other processes of an
+         * oversubscribed node run; after a short spin (spins_before_yield)
+         * this loop yields the CPU on every round, as Open MPI does when
+         * oversubscribed. */
         zap_request_t *pending = comm->wait_hook == NULL && comm->sleeping_wait && comm->active_head == op &&
                                          op->next == NULL
                                      ? first_pending(op)
