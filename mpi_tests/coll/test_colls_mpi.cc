@@ -344,8 +344,9 @@ TEST_F(CollsMpi, ScanStreamsAreTheRankOrderFoldBitForBit)
     // before), longer than the banks, so that slots and lanes are reused.
     const std::pair<bool, size_t> phases[] = {{false, 50}, {true, 50}, {false, 49}, {false, 700}, {true, 49},
                                               {true, 700}, {false, 50}};
-    for (int it = 0; it < 7 * 80; it++) {
-        auto [exclusive, count] = phases[it / 80];
+    const int per_phase = 80;
+    for (int it = 0; it < (int)std::size(phases) * per_phase; it++) {
+        auto [exclusive, count] = phases[it / per_phase];
         std::vector<float> in(count), out(count, -1.0f), all(count * (size_t)size), fold(count);
         for (size_t i = 0; i < count; i++)
             in[i] = (float)((double)(mix((uint64_t)it << 40 | (uint64_t)rank << 20 | i) % 2000001) / 997.0 - 1003.0);
