@@ -121,12 +121,15 @@ static const cfg_row_t rows[] = {
                                        "4032 bytes only, and no single-copy allreduce. Rank 0's value holds "
                                        "for all."},
                                       CFG_SIZE, NULL, 0, 64 * MiB},
-    [ZAP_CFG_COLL_CMA] = {{"ZAP_COLL_CMA", "auto", "auto|off",
+    [ZAP_CFG_COLL_CMA] = {{"ZAP_COLL_CMA", "auto", "auto|on|off",
                            "Communicators with a shared-memory segment: large allreduces, reduces and "
                            "reduce-scatters on host memory read the other ranks' buffers directly "
-                           "(process_vm_readv, one copy; auto, where the system permits it) or never do (off). "
-                           "Off where any rank says off."},
-                          CFG_CHOICE, "auto|off", 0, 0},
+                           "(process_vm_readv, one copy) where the system permits it: auto, in preference to "
+                           "the shared area where a probe at the first setup finds such reads fast on this "
+                           "host, else only beyond the area; on, in preference wherever permitted; off, never. "
+                           "Off where any rank says off; the area is preferred where any rank's probe finds "
+                           "reads dear."},
+                          CFG_CHOICE, "auto|on|off", 0, 0},
     [ZAP_CFG_REDUCE_ALG] = {{"ZAP_REDUCE_ALG", "auto", "auto|binomial|rabenseifner|shm|hier|cma",
                              "Reduce (rooted) algorithm of communicators made from now on "
                              "(zap_comm_params_t.reduce_alg overrides); auto chooses by the selection table."},

@@ -439,8 +439,10 @@ zap_status_t zap_comm_query(const zap_comm_t *comm, zap_comm_attr_t *attr)
         attr->shared_memory = comm->shm != NULL;
         attr->shared_memory_bytes = comm->shm_bytes;
     }
-    if (m & ZAP_COMM_ATTR_SINGLE_COPY)
+    if (m & ZAP_COMM_ATTR_SINGLE_COPY) {
         attr->single_copy = comm->shm != NULL && comm->shm->cma;
+        attr->single_copy_dear = comm->shm != NULL && comm->shm->cma_slow;
+    }
     if (m & ZAP_COMM_ATTR_OVERSUBSCRIBED)
         attr->oversubscribed = comm->oversubscribed;
     if (m & ZAP_COMM_ATTR_TIMEOUT)

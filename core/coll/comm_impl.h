@@ -27,6 +27,7 @@ typedef struct zap_coll_settings {
     double timeout;                /* seconds a blocking wait may take; INFINITY: no deadline */
     bool shm;                      /* ZAP_COLL_SHM: a shared segment where the ranks share a host */
     bool cma;                      /* ZAP_COLL_CMA: single-copy reads where permitted */
+    bool cma_always;               /* ZAP_COLL_CMA=on: preferred even where the probe finds them dear */
     bool checksum;                 /* ZAP_CHECKSUM: every message carries a CRC32C */
     int oversubscribed;            /* -1: from the launcher's environment; 0 or 1: as set */
     int gpu_path;                  /* ZAP_COLL_GPU_PATH: ZAP_COLL_GPU_* */

@@ -50,7 +50,8 @@ static zap_status_t from_env(zap_coll_settings_t *s)
     if (st == ZAP_OK && getenv(zap_cfg_name(ZAP_CFG_COLL_PIPELINE_BYTES)) != NULL)
         st = zap_cfg_get_u64(ZAP_CFG_COLL_PIPELINE_BYTES, &pipeline);
     s->shm = shm == 0;
-    s->cma = cma == 0;
+    s->cma = cma != 2; /* auto|on|off */
+    s->cma_always = cma == 1;
     s->checksum = checksum != 0;
     s->hier = hier == 0;
     s->gpu_path = path;
@@ -140,6 +141,8 @@ static zap_status_t apply(const zap_comm_params_t *p, zap_coll_settings_t *s)
         st = apply_switch(p->shm, "shm", &s->shm);
     if (st == ZAP_OK)
         st = apply_switch(p->cma, "cma", &s->cma);
+    if (st == ZAP_OK && p->cma != ZAP_COMM_SWITCH_DEFAULT)
+        s->cma_always = p->cma == ZAP_COMM_SWITCH_ON;
     if (st == ZAP_OK)
         st = apply_switch(p->checksum, "checksum", &s->checksum);
     if (st == ZAP_OK)

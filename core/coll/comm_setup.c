@@ -12,7 +12,8 @@
  *   2. MIN over "mapped it": rank 0 then unlinks the name, so nothing is left
  *      in /dev/shm by a job that dies later;
  *   3. MIN over (sees every rank's process, may read every rank's memory,
- *      not oversubscribed, minus this rank's proposal for zap's next id):
+ *      finds those reads fast (zap_coll_shm_cma_fast), not oversubscribed,
+ *      minus this rank's proposal for zap's next id):
  *      a group communicator takes the largest proposal and the one after
  *      it as the ids of its hierarchy's communicators (coll/hier/hier.h).
  * The segment is kept only where every rank mapped it and sees every other
@@ -33,7 +34,7 @@
 #define PHASE_FLAGS 3
 
 enum { SETUP_REF, SETUP_MAPPED, SETUP_FLAGS };
-enum { FLAG_ALIVE, FLAG_CMA, FLAG_NOT_OVER, FLAG_IDS, NFLAGS };
+enum { FLAG_ALIVE, FLAG_CMA, FLAG_CMA_FAST, FLAG_NOT_OVER, FLAG_IDS, NFLAGS };
 
 typedef struct setup {
     int step;
@@ -70,6 +71,7 @@ static zap_status_t flags_exchange(zap_coll_op_t *op, setup_t *s, int32_t mapped
         zap_coll_shm_check(&s->map, c->rank, c->size, c->set.cma, ok);
     s->flags[FLAG_ALIVE] = ok[0];
     s->flags[FLAG_CMA] = ok[1];
+    s->flags[FLAG_CMA_FAST] = !ok[1] || c->set.cma_always || zap_coll_shm_cma_fast();
     s->flags[FLAG_NOT_OVER] = !zap_coll_local_oversubscribed(&c->set);
     s->flags[FLAG_IDS] = -(int32_t)zap_coll_id_proposal(); /* MIN of the negated: the largest proposal */
     s->step = SETUP_FLAGS;
@@ -93,6 +95,8 @@ static zap_status_t finish(zap_coll_op_t *op, setup_t *s)
     zap_status_t st = ZAP_OK;
     if (s->map.base != NULL && all[FLAG_ALIVE]) {
         st = zap_coll_shm_adopt(&s->map, c->rank, c->size, all[FLAG_CMA] != 0, &c->shm);
+        if (st == ZAP_OK)
+            c->shm->cma_slow = c->shm->cma && all[FLAG_CMA_FAST] == 0;
         c->shm_bytes = zap_coll_shm_bytes(c->shm);
     }
     zap_coll_shm_unmap(&s->map); /* not adopted: no segment (adopted: nothing left to unmap) */

@@ -153,7 +153,8 @@ typedef void (*zap_op_fn)(const void *in, void *inout, size_t count, void *ctx);
  * fields are appended. */
 typedef enum zap_comm_switch {
     ZAP_COMM_SWITCH_DEFAULT = 0, /* the environment, else the default */
-    ZAP_COMM_SWITCH_ON = 1,      /* on (for shm and cma: wherever possible, as "auto") */
+    ZAP_COMM_SWITCH_ON = 1,      /* on (shm: wherever possible, as "auto"; cma: wherever possible, in preference
+                                    to the shared area even where the probe finds single-copy reads dear) */
     ZAP_COMM_SWITCH_OFF = 2
 } zap_comm_switch_t;
 
@@ -202,7 +203,7 @@ enum {
     ZAP_COMM_ATTR_CONTEXT = 1u << 3,        /* context_id, context_by_zap */
     ZAP_COMM_ATTR_SET_UP = 1u << 4,         /* set_up */
     ZAP_COMM_ATTR_SHARED_MEMORY = 1u << 5,  /* shared_memory, shared_memory_bytes */
-    ZAP_COMM_ATTR_SINGLE_COPY = 1u << 6,    /* single_copy */
+    ZAP_COMM_ATTR_SINGLE_COPY = 1u << 6,    /* single_copy, single_copy_dear */
     ZAP_COMM_ATTR_OVERSUBSCRIBED = 1u << 7, /* oversubscribed */
     ZAP_COMM_ATTR_TIMEOUT = 1u << 8,        /* timeout_s */
     ZAP_COMM_ATTR_ALGORITHMS = 1u << 9,     /* allreduce_algorithm, bcast_algorithm (input: bytes) */
@@ -228,6 +229,8 @@ typedef struct zap_comm_attr {
     int hosts;            /* the hosts its ranks are on (zap_transport_host tells them apart) */
     int hierarchy;        /* 1: its collectives go through the hosts' hierarchy (several hosts, one with several
                              ranks, ZAP_COLL_HIER allowing it: docs/collectives.md, "Across hosts") */
+    int single_copy_dear; /* 1: single_copy, but a rank's probe found such reads dear on this host (ZAP_COLL_CMA
+                             auto): the automatic choice reads peers' buffers only beyond the shared area */
 } zap_comm_attr_t;
 
 /* Predicates of the selection table's rows (ZAP_COLL_PRED_*): what the
@@ -245,8 +248,10 @@ enum {
     ZAP_COLL_PRED_GPU_MEMORY = 1u << 7,     /* every rank's buffers are managed or device memory (voted) */
     ZAP_COLL_PRED_COMMUTATIVE = 1u << 8,    /* the call's op combines operands in any order (every predefined op,
                                                a user op made commutative; calls without an op too) */
-    ZAP_COLL_PRED_HOSTS = 1u << 9           /* the ranks span several hosts, some with several ranks, and the
+    ZAP_COLL_PRED_HOSTS = 1u << 9,          /* the ranks span several hosts, some with several ranks, and the
                                                call agrees through the hosts' hierarchy (ZAP_COLL_HIER) */
+    ZAP_COLL_PRED_SLOW_READS = 1u << 10     /* single-copy reads cost several plain copies on this host (a
+                                               probe at setup, agreed; ZAP_COLL_CMA=on clears it) */
 };
 
 /* One row of the selection table (zap_coll_selection_table): the automatic

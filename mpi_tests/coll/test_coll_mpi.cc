@@ -505,9 +505,9 @@ TEST_F(CollMpi, SingleCopyAllreduceMatchesDirectBitForBit)
         }
     }
     // Automatic from 256 KiB, or beyond the shared-memory area where the
-    // ranks are oversubscribed (4 on 2 cores): a vector of 16 MiB and 12
-    // bytes is both, integers, exact.
-    size_t n = ((size_t)16 << 20) / 4 + 3;
+    // ranks are oversubscribed (4 on 2 cores) or the probe found the reads
+    // dear: a vector a little beyond the area is all of these, integers, exact.
+    size_t n = shared_memory_bytes(comm_) / 4 + 3;
     ASSERT_STREQ(allreduce_algorithm(comm_, n * 4), "cma");
     std::vector<int32_t> in(n), out(n, -1);
     for (size_t i = 0; i < n; i++)
@@ -516,6 +516,39 @@ TEST_F(CollMpi, SingleCopyAllreduceMatchesDirectBitForBit)
     int tri = MpiSize() * (MpiSize() + 1) / 2;
     for (size_t i : {(size_t)0, n / 3, n / 2 + 1, n - 1})
         ASSERT_EQ(out[i], (int32_t)(i % 1009) * tri) << i;
+}
+
+// Where the probe of single-copy reads (shm_cma_probe.c) finds them dear,
+// the automatic choice keeps what the shared area carries in the area; every
+// rank agreed on the verdict; ZAP_COLL_CMA=on prefers the reads whatever the
+// probe says. The reduce and the reduce-scatter follow the same rows.
+TEST_F(CollMpi, SingleCopyPreferenceFollowsTheAgreedProbe)
+{
+    ASSERT_TRUE(single_copy(comm_));
+    bool over = query(comm_, ZAP_COMM_ATTR_OVERSUBSCRIBED).oversubscribed != 0;
+    int dear = query(comm_, ZAP_COMM_ATTR_SINGLE_COPY).single_copy_dear, lo = dear, hi = dear;
+    ASSERT_EQ(MPI_Allreduce(&dear, &lo, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD), MPI_SUCCESS);
+    ASSERT_EQ(MPI_Allreduce(&dear, &hi, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD), MPI_SUCCESS);
+    EXPECT_EQ(lo, hi) << "the verdict is agreed";
+    // Within the area (512 KiB on more than 4 ranks) and from 256 KiB.
+    size_t area = shared_memory_bytes(comm_), mid = area / 2 < ((size_t)1 << 20) ? area / 2 : (size_t)1 << 20;
+    size_t beyond = area + 4;
+    ASSERT_GE(mid, (size_t)256 << 10);
+    EXPECT_STREQ(allreduce_algorithm(comm_, mid), over || dear ? "shm" : "cma") << "dear " << dear;
+    EXPECT_STREQ(allreduce_algorithm(comm_, beyond), "cma");
+    Params on;
+    on.cma = ZAP_COMM_SWITCH_ON;
+    Comm c(t_, on);
+    EXPECT_TRUE(single_copy(c));
+    EXPECT_EQ(query(c, ZAP_COMM_ATTR_SINGLE_COPY).single_copy_dear, 0);
+    EXPECT_STREQ(allreduce_algorithm(c, mid), over ? "shm" : "cma");
+    // Either way the sums are exact.
+    int rank = MpiRank(), size = MpiSize();
+    std::vector<int64_t> x(mid / 8, rank + 1), y(mid / 8, 0), z(mid / 8, 0);
+    ASSERT_EQ(zap_allreduce(comm_, x.data(), y.data(), x.size(), ZAP_DT_INT64, ZAP_OP_SUM), ZAP_OK);
+    ASSERT_EQ(zap_allreduce(c, x.data(), z.data(), x.size(), ZAP_DT_INT64, ZAP_OP_SUM), ZAP_OK);
+    EXPECT_EQ(y[x.size() - 1], (int64_t)size * (size + 1) / 2);
+    EXPECT_EQ(std::memcmp(y.data(), z.data(), mid), 0);
 }
 
 // Single-copy calls outstanding with large shared-memory allreduces and

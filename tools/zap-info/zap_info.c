@@ -46,7 +46,8 @@ static void print_markdown(void)
 #ifdef ZAP_INFO_HAVE_COLL
 /* Predicate names of the selection table (ZAP_COLL_PRED_*), in bit order. */
 static const char *const pred_names[] = {"same_host", "fits_shm", "single_copy", "oversubscribed",
-                                         "flat", "gpu_path", "host_memory", "gpu_memory", "commutative"};
+                                         "flat", "gpu_path", "host_memory", "gpu_memory", "commutative", "hosts",
+                                         "slow_reads"};
 
 static void print_preds(char sign, unsigned preds, char *out, size_t cap)
 {

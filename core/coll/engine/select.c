@@ -55,6 +55,8 @@ static uint32_t call_predicates(const zap_comm_t *comm, size_t bytes, zap_mem_ki
             preds |= ZAP_COLL_PRED_FITS_SHM;
         if (comm->shm->cma)
             preds |= ZAP_COLL_PRED_SINGLE_COPY;
+        if (comm->shm->cma_slow)
+            preds |= ZAP_COLL_PRED_SLOW_READS;
     }
     if (comm->oversubscribed)
         preds |= ZAP_COLL_PRED_OVERSUBSCRIBED;

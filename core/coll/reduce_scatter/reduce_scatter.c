@@ -55,8 +55,11 @@ static const zap_coll_alg_t algs[ZAP_RS_NALGS] = {
 static const zap_coll_row_t rows[] = {
     {ZAP_RS_HIER, 3, INT32_MAX, 0, SIZE_MAX, 0, 0,
      "ranks on several hosts: each host sends the others' parts of its sum once"},
-    {ZAP_RS_CMA, SHM_RANKS, KiB(256), SIZE_MAX, 0, ZAP_COLL_PRED_OVERSUBSCRIBED,
+    {ZAP_RS_CMA, SHM_RANKS, KiB(256), SIZE_MAX, 0, ZAP_COLL_PRED_OVERSUBSCRIBED | ZAP_COLL_PRED_SLOW_READS,
      "large host vectors on one host: each needed byte read once, no staging"},
+    {ZAP_RS_CMA, SHM_RANKS, KiB(256), SIZE_MAX, ZAP_COLL_PRED_SLOW_READS,
+     ZAP_COLL_PRED_OVERSUBSCRIBED | ZAP_COLL_PRED_FITS_SHM,
+     "single-copy reads dear on this host: only what the shared area cannot carry"},
     {ZAP_RS_SHM, SHM_RANKS, 0, SIZE_MAX, 0, 0, "one host: one copy in, no messages"},
     {ZAP_RS_RHALVING, 1, INT32_MAX, 0, SIZE_MAX, 0, 0, "log2(p) rounds, (1 - 1/p) n bytes; every op"},
 };

@@ -122,6 +122,10 @@ typedef struct zap_coll_shm {
      * agreed at attach (allreduce_cma.c); needs the flags, so the large
      * area's size must not be 0. */
     bool cma;
+    /* Every rank's probe found single-copy reads dear on this host
+     * (zap_coll_shm_cma_fast; agreed at attach): the automatic choice reads
+     * peers' buffers only where the shared area cannot carry the call. */
+    bool cma_slow;
     unsigned char *cma_scratch; /* this rank's: p chunks of operands */
     size_t cma_scratch_bytes;
     size_t *cma_pulled;         /* by rank: elements of its block this rank holds (one call at a time) */
@@ -188,6 +192,10 @@ void zap_coll_shm_unlink(const zap_coll_shm_ref_t *ref);
  * (ok[0]) and, when want_cma, may read every other rank's memory (ok[1]; the
  * single-copy probe, which needs a large area). */
 void zap_coll_shm_check(const zap_coll_shm_map_t *m, int rank, int p, bool want_cma, int32_t ok[2]);
+/* Whether this host's single-copy reads move bytes at no more than a few
+ * times a plain copy's time (shm_cma_probe.c): measured once per process,
+ * at the first call (under 0.1 ms), then remembered. Thread-safe. */
+bool zap_coll_shm_cma_fast(void);
 /* Makes the segment comm's (every rank agreed to keep it; cma: single-copy
  * reads agreed). ZAP_ERR_NO_MEMORY (logged): this rank cannot, the
  * communicator is unusable. */
