@@ -22,6 +22,15 @@
  * and to direct's and the shared-memory forms' (same operands, same order,
  * each element combined once by one rank, copied as bytes).
  *
+ * Through the area: where the vector fits the segment's large area, step 2
+ * writes block r into the area's result (allreduce_shm_large.c's) instead of
+ * this rank's output, and step 3 copies the whole result from there with
+ * memcpy, as far as each block's red_seq says it is done. The reads of
+ * step 3 are then plain loads of a mapping every rank shares: no system
+ * call, and no p - 1 ranks pinning the same pages of one peer at once,
+ * which is where the pulls' time went on many ranks (AREA_MIN_RANKS). The
+ * area holds call k until every rank's fin, as the pulled outputs do.
+ *
  * Why it is safe:
  *   - Only reads cross processes. A rank that gave up on a call (an error, a
  *     timeout) may free its buffers while others still read them; they can
@@ -63,6 +72,10 @@
 
 /* The operands of one chunk (p of them) must stay in cache. */
 #define CMA_SCRATCH_MAX ((size_t)1 << 20)
+/* Through the area from this many ranks: on 2 one pull per rank meets no
+ * other reader, and the area's extra copy of the own block costs more than
+ * the system call it saves (15-25% slower on the h200 from 256 KiB). */
+#define AREA_MIN_RANKS 4
 
 /* Step 2's reduction needs no wait: it runs in the call that sees every
  * address (STEP_ADDRS). */
@@ -80,6 +93,7 @@ typedef struct cma_ar {
     int step;
     int wait_q;    /* STEP_PULL: the rank whose next chunk this rank waits for, -1: none yet */
     bool in_place;
+    bool via_area;  /* blocks reduced into the large area's result, copied out of it (no pulls) */
     bool vote_read; /* the agreed vote said every rank's buffers are host memory */
     zap_coll_shm_wait_t wait;
 } cma_ar_t;
@@ -115,7 +129,7 @@ static zap_status_t scratch_for(zap_coll_shm_t *s, cma_ar_t *a)
     }
     if (zap_coll_shm_cma_scratch(s, ops + block) == NULL)
         return ZAP_ERR_NO_MEMORY;
-    a->own = gets_result(s, a) ? a->dst + lo * a->es : s->cma_scratch + ops;
+    a->own = a->via_area ? s->big_out + lo * a->es : gets_result(s, a) ? a->dst + lo * a->es : s->cma_scratch + ops;
     return ZAP_OK;
 }
 
@@ -136,8 +150,9 @@ static zap_status_t reduce_own_block(zap_coll_op_t *op, cma_ar_t *a, uint64_t k)
             int q = (r + i) % p;
             unsigned char *slot = s->cma_scratch + (size_t)q * a->chunk_elems * a->es;
             if (q == r) {
-                /* In place, the output chunk is overwritten below. */
-                operand[q] = a->in_place ? memcpy(slot, a->src + at, bytes) : a->src + at;
+                /* In place, the output chunk is overwritten below (through
+                 * the area, only after the reduction has read it). */
+                operand[q] = a->in_place && !a->via_area ? memcpy(slot, a->src + at, bytes) : a->src + at;
                 continue;
             }
             zap_status_t st = zap_coll_shm_read(op, q, slot, s->ctl[q].src_addr + at, bytes);
@@ -150,6 +165,8 @@ static zap_status_t reduce_own_block(zap_coll_op_t *op, cma_ar_t *a, uint64_t k)
         for (int q = 2; q < p; q++)
             zap_reduce_cpu(a->dt, a->zop, out, out, operand[q], n);
         atomic_store_explicit(&s->ctl[r].red_seq, zap_coll_shm_tag(k, j), memory_order_release);
+        if (a->via_area) /* in place, this rank's input chunk was copied to scratch above */
+            memcpy(a->dst + at, out, bytes);
     }
     return ZAP_OK;
 }
@@ -179,10 +196,14 @@ static zap_status_t pull(zap_coll_op_t *op, cma_ar_t *a, uint64_t k)
                     first_missing = q;
                 continue;
             }
-            size_t at = (lo + pulled[q]) * a->es;
-            zap_status_t st = zap_coll_shm_read(op, q, a->dst + at, s->ctl[q].dst_addr + at, (upto - lo - pulled[q]) * a->es);
-            if (st != ZAP_OK)
-                return st;
+            size_t at = (lo + pulled[q]) * a->es, bytes = (upto - lo - pulled[q]) * a->es;
+            if (a->via_area) {
+                memcpy(a->dst + at, s->big_out + at, bytes);
+            } else {
+                zap_status_t st = zap_coll_shm_read(op, q, a->dst + at, s->ctl[q].dst_addr + at, bytes);
+                if (st != ZAP_OK)
+                    return st;
+            }
             pulled[q] = upto - lo;
             moved = true;
         }
@@ -213,7 +234,10 @@ static zap_status_t cma_progress(zap_coll_op_t *op)
         if (!a->vote_read && !zap_coll_agree_voted(op, ZAP_COLL_LANE_VOTE_HOST))
             return zap_coll_fall_back(op); /* some rank's buffers are not host memory */
         a->vote_read = true;
-        if ((st = zap_coll_shm_turn(op)) != ZAP_OK)
+        st = a->via_area ? zap_coll_shm_large_turn(op, a->count * a->es) : zap_coll_shm_turn(op);
+        if (st == ZAP_ERR_NO_MEMORY) /* no room for the area: every rank takes the next candidate */
+            return zap_coll_fall_back(op);
+        if (st != ZAP_OK)
             return st;
         if ((st = scratch_for(s, a)) != ZAP_OK)
             return st;
@@ -270,6 +294,8 @@ static void state_init(zap_coll_op_t *op, size_t chunk, int root)
     a->in_place = args->src == args->dst;
     a->chunk_elems = chunk / a->es > 0 ? chunk / a->es : 1;
     a->root = root;
+    const zap_coll_shm_t *s = op->comm->shm;
+    a->via_area = root < 0 && s->size >= AREA_MIN_RANKS && s->big_bytes > 0 && args->bytes <= s->big_bytes;
     a->step = STEP_TURN;
 }
 
