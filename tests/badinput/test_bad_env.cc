@@ -105,7 +105,7 @@ TEST(BadEnv, VerifierUnknownIsReported) { expect_check_names("ZAP_VERIFIER", "fp
 TEST(BadEnv, UcpStagingUnknownIsReported) { expect_check_names("ZAP_UCP_STAGING", "eager"); }
 TEST(BadEnv, GpuMinItemsNegativeIsReported) { expect_check_names("ZAP_GPU_MIN_ITEMS", "-1"); }
 TEST(BadEnv, CollShmUnknownIsReported) { expect_check_names("ZAP_COLL_SHM", "yes"); }
-TEST(BadEnv, CollCmaUnknownIsReported) { expect_check_names("ZAP_COLL_CMA", "on"); }
+TEST(BadEnv, CollCmaUnknownIsReported) { expect_check_names("ZAP_COLL_CMA", "yes"); }
 
 TEST(BadEnv, UnknownZapVariableWarnsWithSuggestion)
 {
