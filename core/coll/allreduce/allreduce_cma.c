@@ -23,8 +23,10 @@
  * each element combined once by one rank, copied as bytes).
  *
  * Through the area: where the vector fits the segment's large area, step 2
- * writes block r into the area's result (allreduce_shm_large.c's) instead of
- * this rank's output, and step 3 copies the whole result from there with
+ * writes block r into the area's result (allreduce_shm_large.c's; larger
+ * vectors, up to p + 1 slots, span the input slots too, which this form
+ * never stages in) instead of this rank's output, and step 3 copies the
+ * whole result from there with
  * memcpy, as far as each block's red_seq says it is done. The reads of
  * step 3 are then plain loads of a mapping every rank shares: no system
  * call, and no p - 1 ranks pinning the same pages of one peer at once,
@@ -93,7 +95,8 @@ typedef struct cma_ar {
     int step;
     int wait_q;    /* STEP_PULL: the rank whose next chunk this rank waits for, -1: none yet */
     bool in_place;
-    bool via_area;  /* blocks reduced into the large area's result, copied out of it (no pulls) */
+    bool via_area;  /* blocks reduced into the large area, copied out of it (no pulls) */
+    unsigned char *area; /* via_area: element 0 of the result there */
     bool vote_read; /* the agreed vote said every rank's buffers are host memory */
     zap_coll_shm_wait_t wait;
 } cma_ar_t;
@@ -129,7 +132,7 @@ static zap_status_t scratch_for(zap_coll_shm_t *s, cma_ar_t *a)
     }
     if (zap_coll_shm_cma_scratch(s, ops + block) == NULL)
         return ZAP_ERR_NO_MEMORY;
-    a->own = a->via_area ? s->big_out + lo * a->es : gets_result(s, a) ? a->dst + lo * a->es : s->cma_scratch + ops;
+    a->own = a->via_area ? a->area + lo * a->es : gets_result(s, a) ? a->dst + lo * a->es : s->cma_scratch + ops;
     return ZAP_OK;
 }
 
@@ -165,7 +168,7 @@ static zap_status_t reduce_own_block(zap_coll_op_t *op, cma_ar_t *a, uint64_t k)
         for (int q = 2; q < p; q++)
             zap_reduce_cpu(a->dt, a->zop, out, out, operand[q], n);
         atomic_store_explicit(&s->ctl[r].red_seq, zap_coll_shm_tag(k, j), memory_order_release);
-        if (a->via_area) /* in place, this rank's input chunk was copied to scratch above */
+        if (a->via_area) /* in place, the reduction above has read the input chunk this overwrites */
             memcpy(a->dst + at, out, bytes);
     }
     return ZAP_OK;
@@ -198,7 +201,7 @@ static zap_status_t pull(zap_coll_op_t *op, cma_ar_t *a, uint64_t k)
             }
             size_t at = (lo + pulled[q]) * a->es, bytes = (upto - lo - pulled[q]) * a->es;
             if (a->via_area) {
-                memcpy(a->dst + at, s->big_out + at, bytes);
+                memcpy(a->dst + at, a->area + at, bytes);
             } else {
                 zap_status_t st = zap_coll_shm_read(op, q, a->dst + at, s->ctl[q].dst_addr + at, bytes);
                 if (st != ZAP_OK)
@@ -234,7 +237,9 @@ static zap_status_t cma_progress(zap_coll_op_t *op)
         if (!a->vote_read && !zap_coll_agree_voted(op, ZAP_COLL_LANE_VOTE_HOST))
             return zap_coll_fall_back(op); /* some rank's buffers are not host memory */
         a->vote_read = true;
-        st = a->via_area ? zap_coll_shm_large_turn(op, a->count * a->es) : zap_coll_shm_turn(op);
+        /* Beyond one slot the result spans the whole area, every slot reserved. */
+        size_t n = a->count * a->es;
+        st = a->via_area ? zap_coll_shm_large_turn(op, n < s->big_bytes ? n : s->big_bytes) : zap_coll_shm_turn(op);
         if (st == ZAP_ERR_NO_MEMORY) /* no room for the area: every rank takes the next candidate */
             return zap_coll_fall_back(op);
         if (st != ZAP_OK)
@@ -295,7 +300,11 @@ static void state_init(zap_coll_op_t *op, size_t chunk, int root)
     a->chunk_elems = chunk / a->es > 0 ? chunk / a->es : 1;
     a->root = root;
     const zap_coll_shm_t *s = op->comm->shm;
-    a->via_area = root < 0 && s->size >= AREA_MIN_RANKS && s->big_bytes > 0 && args->bytes <= s->big_bytes;
+    /* The result in the area's result slot, or, larger, from the first input
+     * slot on across all p + 1 (contiguous, and no input is staged here). */
+    a->via_area = root < 0 && s->size >= AREA_MIN_RANKS && s->big_bytes > 0 &&
+                  args->bytes <= s->big_bytes * ((size_t)s->size + 1);
+    a->area = args->bytes <= s->big_bytes ? s->big_out : s->big_in;
     a->step = STEP_TURN;
 }
 
