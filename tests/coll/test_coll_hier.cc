@@ -432,17 +432,86 @@ TEST(HierBcast, EveryHostReceivesTheDataOnce)
     }
 }
 
-TEST(HierBcast, ARootOutOfRangeOnOneRankIsReportedEverywhere)
+// Across hosts a broadcast agrees one way, down the tree (agree_tree.c): a
+// rank whose root differs from its sender's sees the mismatch and revokes
+// the communicator; every other rank fails that call or its next one, never
+// returning success from the next; a new communicator works. Small calls
+// (the data in the tree's message) and large ones (the header first).
+TEST(HierBcast, ARootThatDiffersOnOneRankFailsThereAndRevokesTheCommunicator)
 {
-    HostWorld w(block("2x3", {3, 3}));
     for (size_t bytes : {(size_t)16, (size_t)100000}) {
+        HostWorld w(block("2x3", {3, 3}));
         LogCapture cap;
         std::vector<std::vector<uint8_t>> buf(w.n, std::vector<uint8_t>(bytes, 1));
         auto st = w.each([&](int r) { return zap_bcast(w.c[r], buf[r].data(), bytes, ZAP_DT_UINT8, r == 4 ? 2 : 1); });
+        EXPECT_EQ(st[4], ZAP_ERR_MISMATCH) << bytes;
+        for (int r = 0; r < w.n; r++) {
+            if (r != 4) {
+                EXPECT_TRUE(st[r] == ZAP_OK || st[r] == ZAP_ERR_REVOKED) << "rank " << r << ": " << st[r];
+            }
+        }
+        EXPECT_TRUE(cap.contains("differ")) << cap.all();
+        auto next = w.each([&](int r) { return zap_bcast(w.c[r], buf[r].data(), bytes, ZAP_DT_UINT8, 0); });
         for (int r = 0; r < w.n; r++)
-            EXPECT_EQ(st[r], ZAP_ERR_MISMATCH) << "rank " << r;
+            EXPECT_NE(next[r], ZAP_OK) << "rank " << r << " after the revocation";
     }
-    check_bcast(w, 77, 5, "after the mismatch");
+    HostWorld fresh(block("2x3", {3, 3}));
+    check_bcast(fresh, 77, 5, "on a new communicator");
+}
+
+// A rank whose own arguments are wrong fails with its own error and never
+// leaves the others waiting: with a root out of range it has no place in the
+// tree and revokes at once; as a sender (a host's leader) with no buffer it
+// sends its children a bad header. The others fail that call or the next.
+TEST(HierBcast, ARanksOwnBadArgumentsFailItAndNoRankWaits)
+{
+    for (int bad : {1, 3}) {
+        HostWorld w(block("2x3", {3, 3}));
+        std::vector<std::vector<uint8_t>> buf(w.n, std::vector<uint8_t>(64, 1));
+        LogCapture cap;
+        auto st = w.each([&](int r) {
+            if (r != bad)
+                return zap_bcast(w.c[r], buf[r].data(), 64, ZAP_DT_UINT8, 0);
+            return bad == 1 ? zap_bcast(w.c[r], buf[r].data(), 64, ZAP_DT_UINT8, 99)
+                            : zap_bcast(w.c[r], nullptr, 64, ZAP_DT_UINT8, 0);
+        });
+        EXPECT_EQ(st[bad], ZAP_ERR_INVALID_PARAM) << "bad rank " << bad;
+        auto next = w.each([&](int r) { return zap_bcast(w.c[r], buf[r].data(), 64, ZAP_DT_UINT8, 0); });
+        for (int r = 0; r < w.n; r++)
+            EXPECT_TRUE(st[r] != ZAP_OK || next[r] != ZAP_OK) << "bad rank " << bad << ", rank " << r;
+    }
+}
+
+// A stream of small broadcasts across hosts needs no round trip per call:
+// the root completes every one of them before any other rank has entered
+// the first (the messages wait at the receivers), then the others receive
+// them all, in order.
+TEST(HierBcast, TheRootOfSmallBroadcastsDoesNotWaitForItsReceivers)
+{
+    zap_comm_params_t p{};
+    p.timeout_s = 10; // a root that waited for its receivers would fail here instead of hanging
+    HostWorld w(block("2x3", {3, 3}), &p);
+    const int calls = 20;
+    std::vector<std::vector<int64_t>> buf(w.n, std::vector<int64_t>(calls * 4, -1));
+    for (int i = 0; i < calls; i++)
+        for (int j = 0; j < 4; j++)
+            buf[2][i * 4 + j] = i * 1000 + j;
+    for (int i = 0; i < calls; i++)
+        ASSERT_EQ(zap_bcast(w.c[2], &buf[2][i * 4], 4, ZAP_DT_INT64, 2), ZAP_OK) << "call " << i;
+    auto st = w.each([&](int r) {
+        if (r == 2)
+            return ZAP_OK;
+        for (int i = 0; i < calls; i++) {
+            zap_status_t s = zap_bcast(w.c[r], &buf[r][i * 4], 4, ZAP_DT_INT64, 2);
+            if (s != ZAP_OK)
+                return s;
+        }
+        return ZAP_OK;
+    });
+    for (int r = 0; r < w.n; r++) {
+        EXPECT_EQ(st[r], ZAP_OK) << "rank " << r;
+        EXPECT_EQ(buf[r], buf[2]) << "rank " << r;
+    }
 }
 
 // --- barrier -----------------------------------------------------------------------

@@ -93,6 +93,8 @@ static zap_status_t setup(zap_coll_op_t *op, zap_coll_form_t form, int phase, co
     ag->shm = ag->form == ZAP_COLL_FORM_SHM;
     ag->shm_lone = false;
     ag->shm_chain_bad = -1;
+    ag->oneway = false;
+    ag->sent = 0;
     size_t slots = ag->form == ZAP_COLL_FORM_FLAT ? (size_t)op->comm->size : ag->shm ? 1 : 2;
     bool host = op->mem != ZAP_MEM_DEVICE;
     if ((count == 0 || host) && slots * stride <= ZAP_COLL_AGREE_INLINE_BYTES) {
@@ -130,6 +132,14 @@ zap_status_t zap_coll_agree_init_bcast(zap_coll_op_t *op, zap_coll_form_t form, 
     return setup(op, form, phase, data, bytes, ZAP_DT_UINT8, ZAP_OP_SUM, root);
 }
 
+zap_status_t zap_coll_agree_init_bcast_tree(zap_coll_op_t *op, int phase, const void *data, size_t bytes, int root)
+{
+    zap_status_t st = setup(op, ZAP_COLL_FORM_HIER, phase, data, bytes, ZAP_DT_UINT8, ZAP_OP_SUM, root);
+    if (st == ZAP_OK)
+        op->agree.oneway = op->agree.shm_lone = true;
+    return st;
+}
+
 zap_status_t zap_coll_agree_init_gather(zap_coll_op_t *op, const void *data, size_t bytes)
 {
     return setup(op, ZAP_COLL_FORM_SHM, 0, data, bytes, ZAP_DT_UINT8, ZAP_OP_SUM, ZAP_COLL_AGREE_GATHER);
@@ -159,7 +169,7 @@ zap_status_t zap_coll_agree_progress(zap_coll_op_t *op)
     switch (op->agree.form) {
     case ZAP_COLL_FORM_SHM: return zap_coll_agree_shm_progress(op);
     case ZAP_COLL_FORM_FLAT: return zap_coll_agree_flat_progress(op);
-    case ZAP_COLL_FORM_HIER: return zap_coll_agree_hier_progress(op);
+    case ZAP_COLL_FORM_HIER: return op->agree.oneway ? zap_coll_agree_tree_progress(op) : zap_coll_agree_hier_progress(op);
     default: return zap_coll_agree_rd_progress(op);
     }
 }

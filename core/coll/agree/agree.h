@@ -162,6 +162,10 @@ typedef struct zap_coll_agree {
     bool shm_lone;     /* a failure of this exchange may be seen on this rank alone: it revokes (op.c) */
     int shm_chain_bad; /* the first rank read whose chain differs from this rank's, or -1 */
     bool shm_prepub;   /* the fast form wrote this rank's slot before handing the call over */
+    /* Hierarchical form, broadcast mode: one way down a tree from the root
+     * (agree_tree.c) instead of the two-way exchange. */
+    bool oneway;
+    int sent; /* agree_tree.c: the sends posted so far (children hosts, then local ranks) */
 } zap_coll_agree_t;
 
 /* --- the header (agree.c) -------------------------------------------------- */
@@ -284,4 +288,12 @@ void zap_coll_agree_shm_fast_close(zap_comm_t *comm, const zap_coll_shm_fast_t *
 /* The hierarchical form (agree_hier.c): up to each host's leader, across the
  * leaders by recursive doubling over the hosts, down again. */
 zap_status_t zap_coll_agree_hier_progress(zap_coll_op_t *op);
+/* The hierarchical form's one-way broadcast (agree_tree.c): bytes of data
+ * from root down a binomial tree over the hosts and then inside each host,
+ * no message back. Each rank checks the header it receives against its own,
+ * a mismatch is seen by the receivers alone and revokes the communicator
+ * (shm_lone); the root completes once its sends have. ZAP_OK or
+ * ZAP_ERR_NO_MEMORY, as zap_coll_agree_init_bcast. */
+zap_status_t zap_coll_agree_init_bcast_tree(zap_coll_op_t *op, int phase, const void *data, size_t bytes, int root);
+zap_status_t zap_coll_agree_tree_progress(zap_coll_op_t *op);
 #endif

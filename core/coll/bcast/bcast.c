@@ -85,6 +85,7 @@ const zap_coll_desc_t zap_bcast_desc = {
     .nrows = (int)(sizeof(rows) / sizeof(rows[0])),
     .form = bcast_form,
     .needs_setup = true,
+    .tree_in_hier = true,
     .setting = ZAP_CFG_BCAST_ALG,
     .fast_alg = ZAP_BC_SHM,
     .fast_setup = zap_bcast_rd_fast_setup,

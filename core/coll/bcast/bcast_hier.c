@@ -1,9 +1,11 @@
 /* Hierarchical broadcast, for communicators whose ranks span several hosts
  * (coll/hier/hier.h; docs/collectives.md, "Across hosts").
  *
- * Small messages (up to ZAP_BC_HIER_SMALL_BYTES) ride the hierarchical
- * agreement in broadcast mode (agree/agree_hier.c): the root's data goes up
- * to its host's leader, across the leaders, and down.
+ * Small messages (up to ZAP_BC_HIER_SMALL_BYTES) go one way down a tree
+ * with the header (agree/agree_tree.c): from the root across the hosts'
+ * senders and down inside each host, no message back, so a stream of them
+ * pays no round trip per call; a receiver checks its arguments against the
+ * header it gets, and a mismatch revokes the communicator.
  *
  * Larger ones, after the agreement, in chunks. Let s be the root's local
  * rank. When every host has a local rank s (s below the smallest host's rank
@@ -198,7 +200,7 @@ zap_status_t zap_bcast_hier_init(zap_coll_op_t *op)
         return ZAP_ERR_UNSUPPORTED;
     if (a->bytes > ZAP_BC_HIER_SMALL_BYTES || op->agreed)
         return init_large(op);
-    zap_status_t st = zap_coll_agree_init_bcast(op, op->form, 0, a->dst, a->bytes, a->root);
+    zap_status_t st = zap_coll_agree_init_bcast_tree(op, 0, a->dst, a->bytes, a->root);
     if (st != ZAP_OK)
         return st;
     op->agreeing = true;

@@ -92,6 +92,9 @@ static void op_put(zap_coll_op_t *op)
     comm->free_ops = op;
 }
 
+/* A one-way call this rank cannot take part in: its own error, at once. */
+static zap_status_t fail_at_once(zap_coll_op_t *op) { return op->local_error; }
+
 void zap_coll_op_fail_local(zap_coll_op_t *op, zap_status_t st)
 {
     zap_coll_step_release(op);
@@ -100,9 +103,24 @@ void zap_coll_op_fail_local(zap_coll_op_t *op, zap_status_t st)
     zap_coll_agree_release(op);
     op->local_error = st;
     zap_coll_agree_mark_bad_own(&op->hdr_own, op->comm->rank);
+    op->progress = NULL;
+    if (op->form == ZAP_COLL_FORM_HIER && op->desc != NULL && op->desc->tree_in_hier) {
+        /* One way: the bad header goes down the tree to the ranks below this
+         * one. With no valid root there is no tree: this rank fails alone and
+         * revokes, which ends the others' wait for it. */
+        int root = op->args.root;
+        if (root >= 0 && root < op->comm->size) {
+            (void)zap_coll_agree_init_bcast_tree(op, 0, NULL, 0, root);
+            op->agreeing = true;
+        } else {
+            op->agree.shm_lone = true;
+            op->agreeing = false;
+            op->progress = fail_at_once;
+        }
+        return;
+    }
     (void)zap_coll_agree_init(op, op->form, 0, NULL, 0, ZAP_DT_UINT8, ZAP_OP_SUM);
     op->agreeing = true;
-    op->progress = NULL;
 }
 
 /* --- revocation ------------------------------------------------------------ */

@@ -78,6 +78,10 @@ typedef struct zap_coll_desc {
     /* How a call agrees on comm (NULL: recursive doubling). */
     zap_coll_form_t (*form)(const zap_comm_t *comm);
     bool needs_setup;      /* its choice reads what a communicator's setup agrees */
+    /* Across hosts its calls agree one way, down a tree from args.root
+     * (agree/agree_tree.c), whatever algorithm then runs, so that every rank
+     * of a call exchanges the same messages first. */
+    bool tree_in_hier;
     zap_cfg_id_t setting;  /* ZAP_<COLL>_ALG, ZAP_CFG_COUNT: none */
     /* The fast form of its small blocking calls (engine/fast.h; NULL: none):
      * fast_alg is the algorithm whose shared-memory exchange carries them
