@@ -19,7 +19,7 @@ enum {
 
 /* The hierarchical broadcast carries messages up to this size in its
  * agreement. */
-#define ZAP_BC_HIER_SMALL_BYTES ((size_t)8 << 10)
+#define ZAP_BC_HIER_SMALL_BYTES ((size_t)64 << 10)
 
 zap_status_t zap_bcast_binomial_init(zap_coll_op_t *op);          /* bcast_binomial.c */
 zap_status_t zap_bcast_scatter_allgather_init(zap_coll_op_t *op); /* bcast_scatter_allgather.c */
