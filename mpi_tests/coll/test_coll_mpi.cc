@@ -337,7 +337,7 @@ TEST_F(CollMpi, AllgathervMatchesMpiAllgatherv)
 TEST_F(CollMpi, MidSizeAllgatherThroughTheLargeAreaMatchesMpi)
 {
     int rank = MpiRank(), size = MpiSize();
-    for (size_t count : {1100, 1900, 5000, 16384}) {
+    for (size_t count : {1100, 1900, 5000, 16384, 60000}) { // 60000: through the area where reads are dear
         for (int in_place = 0; in_place < 2; in_place++) {
             std::vector<int32_t> mine(count), a(count * size + 1, 7), b(count * size + 1, 7);
             for (size_t i = 0; i < count; i++)

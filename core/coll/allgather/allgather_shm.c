@@ -49,9 +49,13 @@
  * once from their owners (single copy): one system call per block costs
  * more than a copy of a block this small. On 2 ranks, where each rank makes
  * a single read, the read wins from ZAP_AG_AREA_MAX_BLOCK_2 on
- * (docs/performance.md has the runs). */
+ * (docs/performance.md has the runs). Where single-copy reads are dear on
+ * the host (zap_coll_shm_t.cma_slow), blocks up to ZAP_AG_AREA_MAX_BLOCK_DEAR:
+ * there the area's two copies beat the read up to 32 KiB blocks on 2 ranks
+ * and tie to 512 KiB, and from 2 MiB the read is twice as fast again. */
 #define ZAP_AG_AREA_MAX_BLOCK ((size_t)64 << 10)
 #define ZAP_AG_AREA_MAX_BLOCK_2 ((size_t)8 << 10)
+#define ZAP_AG_AREA_MAX_BLOCK_DEAR ((size_t)256 << 10)
 
 enum { CMA_TURN, CMA_READ, CMA_FIN };
 
@@ -188,7 +192,9 @@ zap_status_t zap_allgather_shm_init(zap_coll_op_t *op)
         return ZAP_OK;
     }
     ag_cma_t *g = (ag_cma_t *)op->alg_state;
-    size_t area_max = s->size > 2 ? ZAP_AG_AREA_MAX_BLOCK : ZAP_AG_AREA_MAX_BLOCK_2 - 1;
+    size_t area_max = s->cma_slow    ? ZAP_AG_AREA_MAX_BLOCK_DEAR
+                      : s->size > 2 ? ZAP_AG_AREA_MAX_BLOCK
+                                    : ZAP_AG_AREA_MAX_BLOCK_2 - 1;
     bool area = most > ZAP_COLL_SHM_PAYLOAD && most <= area_max && most <= s->big_bytes;
     if (!area && (!s->cma || most <= ZAP_COLL_SHM_PAYLOAD))
         return ZAP_ERR_UNSUPPORTED;
