@@ -26,12 +26,13 @@
  * writes block r into the area's result (allreduce_shm_large.c's; larger
  * vectors, up to p + 1 slots, span the input slots too, which this form
  * never stages in) instead of this rank's output, and step 3 copies the
- * whole result from there with
- * memcpy, as far as each block's red_seq says it is done. The reads of
- * step 3 are then plain loads of a mapping every rank shares: no system
- * call, and no p - 1 ranks pinning the same pages of one peer at once,
- * which is where the pulls' time went on many ranks (AREA_MIN_RANKS). The
- * area holds call k until every rank's fin, as the pulled outputs do.
+ * whole result from there with memcpy, as far as each block's red_seq says
+ * it is done. The reads of step 3 are then plain loads of a mapping every
+ * rank shares: no system call, and no p - 1 ranks pinning the same pages of
+ * one peer at once, which is where the pulls' time went on many ranks
+ * (AREA_MIN_RANKS). The area holds call k until every rank's fin, as the
+ * pulled outputs do, and no rank writes it for k before every rank's in_seq
+ * says it has finished k - 1 (its last copy out of the area included).
  *
  * Why it is safe:
  *   - Only reads cross processes. A rank that gave up on a call (an error, a
