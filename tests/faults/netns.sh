@@ -93,7 +93,10 @@ ns_setup() {
 # never ends once a rank has died: PMIx event errors, then a hang.)
 # NS_UCX_TLS (default self,tcp) and NS_BTL (default self,tcp) choose UCX's and
 # Open MPI's transports: with several ranks per host, self,sm,tcp and
-# self,vader,tcp keep a host's own traffic in its shared memory. The rsh
+# self,vader,tcp keep a host's own traffic in its shared memory. UCX retries a
+# refused TCP connection NS_UCX_TCP_RETRIES times (default 255, UCX's own 25):
+# every rank of a cluster connects at once on a 2-core machine, and a CI run
+# once failed its 3x2 layout on "tcp_ep ... UNKNOWN" after UCX's 25. The rsh
 # launcher is named: a machine whose environment picks another one
 # (OMPI_MCA_plm=isolated on the GPU host) would start every rank in host 0.
 ns_mpirun() {
@@ -128,13 +131,14 @@ ns_mpirun() {
     timeout -s KILL "${NS_RUN_TIMEOUT:-120}" ip netns exec "$(ns_name 0)" "${pin[@]}" unshare --uts --mount "${own[@]}" \
         env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NS_CPUSETS="$cpusets" NS_SHM_SIZE="${NS_SHM_SIZE:-512m}" \
         UCX_TLS="${NS_UCX_TLS:-self,tcp}" UCX_NET_DEVICES=$NS_IF UCX_WARN_UNUSED_ENV_VARS=n \
+        UCX_TCP_MAX_CONN_RETRIES="${NS_UCX_TCP_RETRIES:-255}" \
         ZAP_TIMEOUT="${ZAP_TIMEOUT:-10}" ZAP_LOG_LEVEL="${ZAP_LOG_LEVEL:-warn}" NS_SHARED_SHM="${NS_SHARED_SHM:-0}" \
         sh -c '[ "$NS_SHARED_SHM" = 1 ] || mount -t tmpfs -o size=$NS_SHM_SIZE zapshm /dev/shm || exit 97
                hostname zaphost0; exec "$@"' sh \
         mpirun -np "$np" --hostfile "$NS_TMP/hosts" "${map[@]}" --oversubscribe \
         --mca plm rsh --mca plm_rsh_agent "$NETNS_DIR/ns-agent.sh" --mca plm_rsh_no_tree_spawn 1 \
         --mca pml ob1 --mca btl "${NS_BTL:-self,tcp}" --mca btl_tcp_if_include $NS_IF --mca oob_tcp_if_include $NS_IF \
-        -x UCX_TLS -x UCX_NET_DEVICES -x UCX_WARN_UNUSED_ENV_VARS -x ZAP_TIMEOUT -x ZAP_LOG_LEVEL \
+        -x UCX_TLS -x UCX_NET_DEVICES -x UCX_WARN_UNUSED_ENV_VARS -x UCX_TCP_MAX_CONN_RETRIES -x ZAP_TIMEOUT -x ZAP_LOG_LEVEL \
         -x FAULTS_NS_PREFIX "${pre[@]}" "$@"
 }
 
