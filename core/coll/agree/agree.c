@@ -94,7 +94,6 @@ static zap_status_t setup(zap_coll_op_t *op, zap_coll_form_t form, int phase, co
     ag->shm_lone = false;
     ag->shm_chain_bad = -1;
     ag->oneway = false;
-    ag->sent = 0;
     size_t slots = ag->form == ZAP_COLL_FORM_FLAT ? (size_t)op->comm->size : ag->shm ? 1 : 2;
     bool host = op->mem != ZAP_MEM_DEVICE;
     if ((count == 0 || host) && slots * stride <= ZAP_COLL_AGREE_INLINE_BYTES) {
@@ -169,7 +168,8 @@ zap_status_t zap_coll_agree_progress(zap_coll_op_t *op)
     switch (op->agree.form) {
     case ZAP_COLL_FORM_SHM: return zap_coll_agree_shm_progress(op);
     case ZAP_COLL_FORM_FLAT: return zap_coll_agree_flat_progress(op);
-    case ZAP_COLL_FORM_HIER: return op->agree.oneway ? zap_coll_agree_tree_progress(op) : zap_coll_agree_hier_progress(op);
+    case ZAP_COLL_FORM_HIER:
+        return op->agree.oneway ? zap_coll_agree_tree_progress(op) : zap_coll_agree_hier_progress(op);
     default: return zap_coll_agree_rd_progress(op);
     }
 }

@@ -165,7 +165,6 @@ typedef struct zap_coll_agree {
     /* Hierarchical form, broadcast mode: one way down a tree from the root
      * (agree_tree.c) instead of the two-way exchange. */
     bool oneway;
-    int sent; /* agree_tree.c: the sends posted so far (children hosts, then local ranks) */
 } zap_coll_agree_t;
 
 /* --- the header (agree.c) -------------------------------------------------- */

@@ -3,11 +3,9 @@
  * data go down a tree and nothing comes back.
  *
  * Each host has a sender: the root on the root's host, the leader (local
- * rank 0) elsewhere. The senders form a binomial tree over the hosts
- * numbered from the root's (v = host - root's host, mod H): v receives from
- * v with its lowest set bit cleared and sends to v + m for every power of
- * two m below that bit (the root's host: below the first power of two at
- * least H), the largest first. A sender, once it holds the data, sends to
+ * rank 0) elsewhere. The senders form patterns.h's binomial tree over the
+ * hosts numbered from the root's (v = host - root's host, mod H), children
+ * largest subtree first. A sender, once it holds the data, sends to
  * its children hosts' senders, then to every other rank of its host. So
  * each host receives the message once, ceil(log2 H) network hops from the
  * root, one more inside the host; a rank other than a sender receives one
@@ -45,21 +43,18 @@ static int sender_of(const zap_coll_topo_t *t, int h, int root)
     return t->host[root] == h ? root : zap_coll_topo_rank(t, h, 0);
 }
 
-static int lowbit(int v) { return v & -v; }
-
 /* The i-th rank this sender sends to (children hosts' senders, largest
  * subtree first, then its host's other ranks in local order), or -1. */
 static int target(const zap_coll_op_t *op, int i)
 {
     const zap_coll_hier_t *h = op->comm->hier;
     const zap_coll_topo_t *t = h->topo;
-    int H = t->nhosts, rh = t->host[op->agree.root], v = (h->host - rh + H) % H;
-    int top = v == 0 ? zap_pat_pof2(H) * (zap_pat_pof2(H) < H ? 2 : 1) : lowbit(v);
-    for (int m = top / 2; m >= 1; m /= 2) {
+    int H = t->nhosts, rh = t->host[op->agree.root], v = zap_pat_vrank(h->host, rh, H);
+    for (int m = zap_pat_binomial_top(v, H); m >= 1; m /= 2) {
         if (v + m >= H)
             continue;
         if (i-- == 0)
-            return sender_of(t, (v + m + rh) % H, op->agree.root);
+            return sender_of(t, zap_pat_realrank(v + m, rh, H), op->agree.root);
     }
     for (int l = 0; l < h->nlocal; l++) {
         int r = zap_coll_topo_rank(t, h->host, l);
@@ -80,13 +75,13 @@ zap_status_t zap_coll_agree_tree_progress(zap_coll_op_t *op)
     for (;;) {
         switch ((int)ag->state) {
         case TREE_START: {
-            ag->sent = 0;
+            ag->mask = 0; /* the sends posted so far (target's i) */
             if (rank == ag->root) {
                 to(ag, TREE_SEND);
                 break;
             }
-            int v = (h->host - rh + H) % H;
-            int from = sender ? sender_of(t, ((v & (v - 1)) + rh) % H, ag->root) : sender_of(t, h->host, ag->root);
+            int parent = zap_pat_realrank(zap_pat_binomial_parent(zap_pat_vrank(h->host, rh, H)), rh, H);
+            int from = sender_of(t, sender ? parent : h->host, ag->root);
             ag->expect = ag->msg_bytes;
             if ((st = zap_coll_recv(op, from, ag->phase, sender ? STEP_ACROSS : STEP_LOCAL, ag->in, ag->msg_bytes,
                                     &ag->in_len, &ag->in_st)) != ZAP_OK)
@@ -103,7 +98,7 @@ zap_status_t zap_coll_agree_tree_progress(zap_coll_op_t *op)
             break;
         case TREE_SEND:
             /* As many as the operation's requests hold at a time. */
-            for (int r; op->nreqs < ZAP_COLL_MAX_REQS && (r = target(op, ag->sent)) >= 0; ag->sent++) {
+            for (int r; op->nreqs < ZAP_COLL_MAX_REQS && (r = target(op, ag->mask)) >= 0; ag->mask++) {
                 int step = t->host[r] == h->host ? STEP_LOCAL : STEP_ACROSS;
                 if ((st = zap_coll_send(op, r, ag->phase, step, ag->acc, ag->msg_bytes)) != ZAP_OK)
                     return st;
@@ -113,7 +108,7 @@ zap_status_t zap_coll_agree_tree_progress(zap_coll_op_t *op)
         case TREE_SEND_WAIT:
             if ((st = zap_coll_step_test(op)) != ZAP_OK)
                 return st;
-            to(ag, target(op, ag->sent) >= 0 ? TREE_SEND : TREE_DONE);
+            to(ag, target(op, ag->mask) >= 0 ? TREE_SEND : TREE_DONE);
             break;
         case TREE_DONE:
             return zap_coll_agree_verdict(op);

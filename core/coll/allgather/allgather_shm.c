@@ -51,8 +51,8 @@
  * a single read, the read wins from ZAP_AG_AREA_MAX_BLOCK_2 on
  * (docs/performance.md has the runs). Where single-copy reads are dear on
  * the host (zap_coll_shm_t.cma_slow), blocks up to ZAP_AG_AREA_MAX_BLOCK_DEAR:
- * there the area's two copies beat the read up to 32 KiB blocks on 2 ranks
- * and tie to 512 KiB, and from 2 MiB the read is twice as fast again. */
+ * there the area's two copies beat one dear read of a mid-size block, and a
+ * block of megabytes still costs less read once than copied twice. */
 #define ZAP_AG_AREA_MAX_BLOCK ((size_t)64 << 10)
 #define ZAP_AG_AREA_MAX_BLOCK_2 ((size_t)8 << 10)
 #define ZAP_AG_AREA_MAX_BLOCK_DEAR ((size_t)256 << 10)

@@ -76,8 +76,8 @@
 /* The operands of one chunk (p of them) must stay in cache. */
 #define CMA_SCRATCH_MAX ((size_t)1 << 20)
 /* Through the area from this many ranks: on 2 one pull per rank meets no
- * other reader, and the area's extra copy of the own block costs more than
- * the system call it saves (15-25% slower on the h200 from 256 KiB). */
+ * other reader, and the area's extra copy of the own block cost more than
+ * the system call it saves when measured there. */
 #define AREA_MIN_RANKS 4
 
 /* Step 2's reduction needs no wait: it runs in the call that sees every

@@ -18,7 +18,7 @@ enum {
 };
 
 /* The hierarchical broadcast carries messages up to this size in its
- * agreement. */
+ * one-way tree's message (agree/agree_tree.c). */
 #define ZAP_BC_HIER_SMALL_BYTES ((size_t)64 << 10)
 
 zap_status_t zap_bcast_binomial_init(zap_coll_op_t *op);          /* bcast_binomial.c */

@@ -104,7 +104,7 @@ void zap_coll_op_fail_local(zap_coll_op_t *op, zap_status_t st)
     op->local_error = st;
     zap_coll_agree_mark_bad_own(&op->hdr_own, op->comm->rank);
     op->progress = NULL;
-    if (op->form == ZAP_COLL_FORM_HIER && op->desc != NULL && op->desc->tree_in_hier) {
+    if (zap_coll_agrees_by_tree(op)) {
         /* One way: the bad header goes down the tree to the ranks below this
          * one. With no valid root there is no tree: this rank fails alone and
          * revokes, which ends the others' wait for it. */

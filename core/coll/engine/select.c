@@ -227,9 +227,8 @@ void zap_coll_op_begin(zap_coll_op_t *op)
     if (st == ZAP_ERR_UNSUPPORTED)
         no_candidate(op);
     if (st == ZAP_OK && !op->agreeing) {
-        st = op->form == ZAP_COLL_FORM_HIER && desc->tree_in_hier
-                 ? zap_coll_agree_init_bcast_tree(op, 0, NULL, 0, a->root)
-                 : zap_coll_agree_init(op, op->form, 0, NULL, 0, a->dt, a->op);
+        st = zap_coll_agrees_by_tree(op) ? zap_coll_agree_init_bcast_tree(op, 0, NULL, 0, a->root)
+                                         : zap_coll_agree_init(op, op->form, 0, NULL, 0, a->dt, a->op);
         op->agreeing = st == ZAP_OK;
     }
     if (st != ZAP_OK)

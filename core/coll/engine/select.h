@@ -111,6 +111,14 @@ extern const zap_coll_desc_t zap_allreduce_desc, zap_bcast_desc, zap_scatterv_de
 extern const zap_coll_desc_t *const zap_coll_descs[];
 extern const int zap_coll_ndescs;
 
+/* Whether op's call agrees one way down the tree (its collective's
+ * tree_in_hier, across hosts): the header exchange of every rank of it, bad
+ * arguments included. */
+static inline bool zap_coll_agrees_by_tree(const zap_coll_op_t *op)
+{
+    return op->form == ZAP_COLL_FORM_HIER && op->desc != NULL && op->desc->tree_in_hier;
+}
+
 /* Posts a collective: takes an operation, records args, and (once comm is
  * set up) agrees on the form, chooses the candidates and runs the first init.
  * local is this rank's own argument error (the operation then takes part in

@@ -122,7 +122,7 @@ typedef struct zap_coll_shm {
      * agreed at attach (allreduce_cma.c); needs the flags, so the large
      * area's size must not be 0. */
     bool cma;
-    /* Every rank's probe found single-copy reads dear on this host
+    /* Some rank's probe found single-copy reads dear on this host
      * (zap_coll_shm_cma_fast; agreed at attach): the automatic choice reads
      * peers' buffers only where the shared area cannot carry the call. */
     bool cma_slow;
@@ -194,7 +194,7 @@ void zap_coll_shm_unlink(const zap_coll_shm_ref_t *ref);
 void zap_coll_shm_check(const zap_coll_shm_map_t *m, int rank, int p, bool want_cma, int32_t ok[2]);
 /* Whether this host's single-copy reads move bytes at no more than a few
  * times a plain copy's time (shm_cma_probe.c): measured once per process,
- * at the first call (under 0.1 ms), then remembered. Thread-safe. */
+ * at the first call, then remembered. Thread-safe. */
 bool zap_coll_shm_cma_fast(void);
 /* Makes the segment comm's (every rank agreed to keep it; cma: single-copy
  * reads agreed). ZAP_ERR_NO_MEMORY (logged): this rank cannot, the
