@@ -4,11 +4,13 @@
  * (large exchange k, numbered per communicator when its agreement succeeds,
  * which is in post order on every rank):
  *
- *   1. copy this rank's vector into its input area, publish in_seq = k;
- *   2. once every in_seq holds k: reduce block r (the r-th of p even element
- *      ranges) over the p inputs in rank order, (c0 op c1) op ... op c(p-1),
- *      into the result area; publish red_seq = k;
- *   3. once every red_seq holds k: copy the whole result out.
+ *   1. copy this rank's vector, but for its own block r (the r-th of p even
+ *      element ranges), into its input area, publish in_seq = k;
+ *   2. once every in_seq holds k: reduce block r over the p inputs in rank
+ *      order, (c0 op c1) op ... op c(p-1), its own operand read from its
+ *      input buffer, into the result area; publish red_seq = k, then copy
+ *      block r to its output while the others still reduce theirs;
+ *   3. once every red_seq holds k: copy the other ranks' blocks out.
  *
  * The vector moves in chunks of 128 KiB, each through the three steps, so
  * that what all ranks write and read at once stays in cache (whole vectors
@@ -17,9 +19,14 @@
  *
  * Every element is combined in the same order as by direct and by the small
  * exchange, once, by one rank, and every rank copies the same bytes: results
- * are identical on every rank and to those algorithms'. Per rank it moves n
- * bytes in, reads n (p blocks of n/p), writes n/p and copies n out, with two
- * waits: against the transport ring's 2 (p - 1) message rounds.
+ * are identical on every rank and to those algorithms'. Per rank it copies
+ * (p - 1) n/p bytes in (no other rank reads its block r of the input area),
+ * reads n (p blocks of n/p), writes n/p and copies n out, with two waits:
+ * against the transport ring's 2 (p - 1) message rounds. The block's first
+ * operand is copied and the others combined in place, which measured faster
+ * than reducing two operands into a third buffer. Device buffers (a host
+ * copy's bytes through zap_coll_copy) go whole through both areas, since the
+ * reduction reads host memory only.
  *
  * One area suffices (broadcasts use the result area too, bcast_shm.c). A rank
  * overwrites its input for k only after finishing
@@ -61,7 +68,25 @@ static void chunk_range(const shm_large_t *a, size_t *first, size_t *n)
     *n = a->count - *first < a->chunk_elems ? a->count - *first : a->chunk_elems;
 }
 
-static void reduce_own_block(zap_coll_shm_t *s, const shm_large_t *a)
+/* Whether this rank reads its own operand from its input buffer and writes
+ * its block of the result to its output itself (every memory kind but
+ * device). */
+static bool direct(const zap_coll_op_t *op) { return op->mem != ZAP_MEM_DEVICE; }
+
+/* Copies elements [first, first + n) between a user buffer and an area,
+ * without block [lo, hi) of the range where skip. */
+static void copy_but(const zap_coll_op_t *op, unsigned char *to, const unsigned char *from, size_t es, size_t first,
+                     size_t n, size_t lo, size_t hi, bool skip)
+{
+    if (!skip) {
+        zap_coll_copy(op, to + first * es, from + first * es, n * es);
+        return;
+    }
+    zap_coll_copy(op, to + first * es, from + first * es, lo * es);
+    zap_coll_copy(op, to + (first + hi) * es, from + (first + hi) * es, (n - hi) * es);
+}
+
+static void reduce_own_block(const zap_coll_op_t *op, zap_coll_shm_t *s, const shm_large_t *a)
 {
     size_t es = zap_dtype_size(a->dt), first, n, lo, hi;
     chunk_range(a, &first, &n);
@@ -70,9 +95,14 @@ static void reduce_own_block(zap_coll_shm_t *s, const shm_large_t *a)
         return;
     size_t at = (first + lo) * es;
     unsigned char *out = s->big_out + at;
-    memcpy(out, s->big_in + at, (hi - lo) * es);
+    const void *srcs[ZAP_COLL_SHM_MAX_RANKS];
+    for (int q = 0; q < s->size; q++)
+        srcs[q] = s->big_in + (size_t)q * s->big_bytes + at;
+    if (direct(op))
+        srcs[s->rank] = (const unsigned char *)a->src + at;
+    memcpy(out, srcs[0], (hi - lo) * es);
     for (int q = 1; q < s->size; q++)
-        zap_reduce_cpu(a->dt, a->zop, out, out, s->big_in + (size_t)q * s->big_bytes + at, hi - lo);
+        zap_reduce_cpu(a->dt, a->zop, out, out, srcs[q], hi - lo);
 }
 
 /* Steps 1 to 3 for every chunk from wherever this rank is. */
@@ -83,12 +113,12 @@ static zap_status_t advance(zap_coll_op_t *op, shm_large_t *a)
     size_t es = zap_dtype_size(a->dt);
     zap_status_t st;
     for (;;) {
-        size_t first, n;
+        size_t first, n, lo, hi;
         chunk_range(a, &first, &n);
+        zap_coll_shm_block(n, s->size, s->rank, &lo, &hi);
         uint64_t t = zap_coll_shm_tag(k, a->chunk);
         if (a->step == 1) {
-            zap_coll_copy(op, s->big_in + (size_t)s->rank * s->big_bytes + first * es,
-                          (const unsigned char *)a->src + first * es, n * es);
+            copy_but(op, s->big_in + (size_t)s->rank * s->big_bytes, a->src, es, first, n, lo, hi, direct(op));
             atomic_store_explicit(&s->ctl[s->rank].in_seq, t, memory_order_release);
             a->step = 2;
             a->wait = (zap_coll_shm_wait_t){0, 0, 0};
@@ -96,14 +126,17 @@ static zap_status_t advance(zap_coll_op_t *op, shm_large_t *a)
         if (a->step == 2) {
             if ((st = zap_coll_shm_gather(op, &s->ctl[0].in_seq, sizeof(s->ctl[0]), t, true, &a->wait)) != ZAP_OK)
                 return st;
-            reduce_own_block(s, a);
+            reduce_own_block(op, s, a);
             atomic_store_explicit(&s->ctl[s->rank].red_seq, t, memory_order_release);
+            if (direct(op)) /* after publishing it: the others wait for the flag, not for this copy */
+                zap_coll_copy(op, (unsigned char *)a->dst + (first + lo) * es, s->big_out + (first + lo) * es,
+                              (hi - lo) * es);
             a->step = 3;
             a->wait = (zap_coll_shm_wait_t){0, 0, 0};
         }
         if ((st = zap_coll_shm_gather(op, &s->ctl[0].red_seq, sizeof(s->ctl[0]), t, true, &a->wait)) != ZAP_OK)
             return st;
-        zap_coll_copy(op, (unsigned char *)a->dst + first * es, s->big_out + first * es, n * es);
+        copy_but(op, a->dst, s->big_out, es, first, n, lo, hi, direct(op));
         if (first + n >= a->count)
             break;
         a->chunk++;
