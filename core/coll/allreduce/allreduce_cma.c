@@ -165,9 +165,8 @@ static zap_status_t reduce_own_block(zap_coll_op_t *op, cma_ar_t *a, uint64_t k)
             operand[q] = slot;
         }
         unsigned char *out = a->own + (first - lo) * a->es;
-        if (out != operand[0])
-            memcpy(out, operand[0], bytes);
-        for (int q = 1; q < p; q++)
+        zap_reduce_cpu(a->dt, a->zop, out, operand[0], operand[1], n);
+        for (int q = 2; q < p; q++)
             zap_reduce_cpu(a->dt, a->zop, out, out, operand[q], n);
         atomic_store_explicit(&s->ctl[r].red_seq, zap_coll_shm_tag(k, j), memory_order_release);
         if (a->via_area) /* in place, the reduction above has read the input chunk this overwrites */
