@@ -11,16 +11,20 @@
  * exchange k in chunks (128 KiB, or the pipeline setting), each in three
  * steps as the large allreduce's (allreduce_shm_large.c), whose area, flags
  * and order this shares:
- *   1. copy this rank's chunk into its input area, publish in_seq;
- *   2. once every in_seq holds it: reduce block r of the chunk (the r-th of p
- *      even element ranges) over the p inputs in rank order,
- *      (c0 op c1) op ... op c(p-1), into the result area; publish red_seq;
+ *   1. copy this rank's chunk, but for its own block r of it (the r-th of p
+ *      even element ranges), into its input area, publish in_seq;
+ *   2. once every in_seq holds it: reduce block r over the p inputs in rank
+ *      order, (c0 op c1) op ... op c(p-1), its own operand read from its
+ *      input buffer (no other rank reads it), into the result area; publish
+ *      red_seq;
  *   3. once every red_seq holds it: the root copies the chunk out.
  * Every rank waits in step 3, so none overwrites its input for the next call
  * while another still reads it; only the root copies. Against the binomial
  * tree's log2(p) rounds of whole vectors, every rank reduces n/p and the
  * root alone moves the result. Rank order for every op; each element is
- * computed once. */
+ * computed once. Device buffers (a host copy's bytes through zap_coll_copy)
+ * go whole through the input area, since the reduction reads host memory
+ * only. */
 #include "coll/reduce_coll/reduce_coll.h"
 #include "coll/engine/mem.h"
 #include "coll/engine/select.h"
@@ -57,7 +61,11 @@ static void chunk_range(const shm_reduce_t *s, size_t *first, size_t *n)
     *n = s->count - *first < s->chunk_elems ? s->count - *first : s->chunk_elems;
 }
 
-static void reduce_own_block(zap_coll_shm_t *sh, const shm_reduce_t *s)
+/* Whether this rank reads its own operand from its input buffer (every
+ * memory kind but device). */
+static bool direct(const zap_coll_op_t *op) { return op->mem != ZAP_MEM_DEVICE; }
+
+static void reduce_own_block(const zap_coll_op_t *op, zap_coll_shm_t *sh, const shm_reduce_t *s)
 {
     size_t es = zap_dtype_size(s->dt), first, n, lo, hi;
     chunk_range(s, &first, &n);
@@ -66,9 +74,17 @@ static void reduce_own_block(zap_coll_shm_t *sh, const shm_reduce_t *s)
         return;
     size_t at = (first + lo) * es;
     unsigned char *out = sh->big_out + at;
-    memcpy(out, sh->big_in + at, (hi - lo) * es);
-    for (int q = 1; q < sh->size; q++)
-        zap_reduce_cpu(s->dt, s->zop, out, out, sh->big_in + (size_t)q * sh->big_bytes + at, hi - lo);
+    const unsigned char *own = direct(op) ? (const unsigned char *)s->src + at
+                                          : sh->big_in + (size_t)sh->rank * sh->big_bytes + at;
+    for (int q = 0; q < sh->size; q++) {
+        const unsigned char *in = q == sh->rank ? own : sh->big_in + (size_t)q * sh->big_bytes + at;
+        /* The first operand copied, the others combined in place: a
+         * reduction of two operands into a third buffer measured slower. */
+        if (q == 0)
+            memcpy(out, in, (hi - lo) * es);
+        else
+            zap_reduce_cpu(s->dt, s->zop, out, out, in, hi - lo);
+    }
 }
 
 static zap_status_t large_progress(zap_coll_op_t *op)
@@ -91,7 +107,12 @@ static zap_status_t large_progress(zap_coll_op_t *op)
         chunk_range(s, &first, &n);
         uint64_t t = zap_coll_shm_tag(k, s->chunk);
         if (s->step == 1) {
-            zap_coll_copy(op, sh->big_in + (size_t)sh->rank * sh->big_bytes + first * es, s->src + first * es, n * es);
+            unsigned char *in = sh->big_in + (size_t)sh->rank * sh->big_bytes;
+            size_t lo = 0, hi = 0; /* the block this rank reduces itself, not copied where direct */
+            if (direct(op))
+                zap_coll_shm_block(n, sh->size, sh->rank, &lo, &hi);
+            zap_coll_copy(op, in + first * es, s->src + first * es, lo * es);
+            zap_coll_copy(op, in + (first + hi) * es, s->src + (first + hi) * es, (n - hi) * es);
             atomic_store_explicit(&sh->ctl[sh->rank].in_seq, t, memory_order_release);
             s->step = 2;
             s->wait = (zap_coll_shm_wait_t){0, 0, 0};
@@ -99,7 +120,7 @@ static zap_status_t large_progress(zap_coll_op_t *op)
         if (s->step == 2) {
             if ((st = zap_coll_shm_gather(op, &sh->ctl[0].in_seq, sizeof(sh->ctl[0]), t, true, &s->wait)) != ZAP_OK)
                 return st;
-            reduce_own_block(sh, s);
+            reduce_own_block(op, sh, s);
             atomic_store_explicit(&sh->ctl[sh->rank].red_seq, t, memory_order_release);
             s->step = 3;
             s->wait = (zap_coll_shm_wait_t){0, 0, 0};
