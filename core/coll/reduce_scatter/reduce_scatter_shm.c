@@ -12,7 +12,10 @@
  * (c0 op c1) op ... op c(p-1), into recvbuf, publishes fin_seq and returns
  * once every fin_seq holds k (its input area is then read by all, and the
  * next large exchange may overwrite it). One copy in and one pass over p
- * parts per rank, against the ring's p - 1 message rounds.
+ * parts per rank, against the ring's p - 1 message rounds. No other rank
+ * reads a rank's own part of its input area: with host buffers, not in
+ * place, that part is not copied in, and the rank reads its operand from
+ * sendbuf.
  *
  * Rank order for every op; each element is computed once, by its part's
  * rank. */
@@ -55,6 +58,15 @@ static const unsigned char *area_in(const zap_coll_op_t *op, int q)
     return sh->big_in + (size_t)q * sh->big_bytes;
 }
 
+/* Whether this rank's own part skips its input area (host buffers, not in
+ * place: in place its part of the input and its result may overlap). */
+static bool direct(const zap_coll_op_t *op) { return op->mem == ZAP_MEM_HOST && op->args.src != op->args.dst; }
+
+static const unsigned char *area_or_own_in(const zap_coll_op_t *op, int q)
+{
+    return q == op->comm->rank && direct(op) ? (const unsigned char *)op->args.src : area_in(op, q);
+}
+
 static zap_status_t small_finish(zap_coll_op_t *op)
 {
     reduce_part(op, slot_in);
@@ -73,7 +85,14 @@ static zap_status_t large_progress(zap_coll_op_t *op)
             return zap_coll_fall_back(op);
         if (st != ZAP_OK)
             return st;
-        zap_coll_copy(op, sh->big_in + (size_t)sh->rank * sh->big_bytes, a->src, a->bytes);
+        unsigned char *in = sh->big_in + (size_t)sh->rank * sh->big_bytes;
+        size_t es = zap_dtype_size(a->dt), off = 0, len = 0; /* the part not copied where direct */
+        if (direct(op)) {
+            off = zap_rs_offset(a, sh->rank) * es;
+            len = zap_rs_count(a, sh->rank) * es;
+        }
+        zap_coll_copy(op, in, a->src, off);
+        zap_coll_copy(op, in + off + len, (const unsigned char *)a->src + off + len, a->bytes - off - len);
         atomic_store_explicit(&sh->ctl[sh->rank].in_seq, zap_coll_shm_tag(op->shm_big_seq, 0), memory_order_release);
         s->step = 1;
         s->wait = (zap_coll_shm_wait_t){0, 0, 0};
@@ -83,7 +102,7 @@ static zap_status_t large_progress(zap_coll_op_t *op)
         st = zap_coll_shm_gather(op, &sh->ctl[0].in_seq, sizeof(sh->ctl[0]), zap_coll_shm_tag(k, 0), true, &s->wait);
         if (st != ZAP_OK)
             return st;
-        reduce_part(op, area_in);
+        reduce_part(op, area_or_own_in);
         atomic_store_explicit(&sh->ctl[sh->rank].fin_seq, zap_coll_shm_fin(k), memory_order_release);
         s->step = 2;
         s->wait = (zap_coll_shm_wait_t){0, 0, 0};
