@@ -14,8 +14,9 @@
  *
  * The vector moves in chunks of 128 KiB, each through the three steps, so
  * that what all ranks write and read at once stays in cache (whole vectors
- * cost superlinearly: docs/collectives.md, "Shared memory"). The flags then
- * hold (k, chunk), increasing.
+ * cost superlinearly: docs/collectives.md, "Shared memory"); of 1 MiB where
+ * the node is oversubscribed, since every chunk waits twice for every rank
+ * (zap_coll_shm_sync_chunk). The flags then hold (k, chunk), increasing.
  *
  * Every element is combined in the same order as by direct and by the small
  * exchange, once, by one rank, and every rank copies the same bytes: results
@@ -167,7 +168,7 @@ zap_status_t zap_allreduce_shm_large_init(zap_coll_op_t *op)
     const zap_coll_args_t *args = &op->args;
     if (s == NULL || s->big_bytes == 0 || args->bytes > s->big_bytes)
         return ZAP_ERR_UNSUPPORTED;
-    size_t chunk = zap_coll_shm_large_chunk(op, op->agreed);
+    size_t chunk = zap_coll_shm_sync_chunk(op, op->agreed);
     shm_large_t *a = (shm_large_t *)op->alg_state;
     a->src = args->src;
     a->dst = args->dst;

@@ -8,7 +8,8 @@
  * bytes, no message.
  *
  * Larger vectors, up to the segment's large area, move through it as large
- * exchange k in chunks (128 KiB, or the pipeline setting), each in three
+ * exchange k in chunks (128 KiB, 1 MiB where the node is oversubscribed, or
+ * the pipeline setting: zap_coll_shm_sync_chunk), each in three
  * steps as the large allreduce's (allreduce_shm_large.c), whose area, flags
  * and order this shares:
  *   1. copy this rank's chunk, but for its own block r of it (the r-th of p
@@ -161,7 +162,7 @@ zap_status_t zap_reduce_shm_init(zap_coll_op_t *op)
     }
     if (sh->big_bytes == 0 || a->bytes > sh->big_bytes)
         return ZAP_ERR_UNSUPPORTED;
-    size_t chunk = zap_coll_shm_large_chunk(op, op->agreed);
+    size_t chunk = zap_coll_shm_sync_chunk(op, op->agreed);
     shm_reduce_t *s = (shm_reduce_t *)op->alg_state;
     memset(s, 0, sizeof(*s));
     s->src = a->src;

@@ -82,6 +82,9 @@ typedef struct zap_coll_shm_ctl {
  * ranks write and read at once stays in cache (the pipeline setting, when
  * set, replaces it: zap_coll_shm_large_chunk). */
 #define ZAP_COLL_SHM_CHUNK_BYTES ((size_t)128 << 10)
+/* The chunk of the forms that wait for every rank at every chunk, where
+ * some rank's node is oversubscribed (zap_coll_shm_sync_chunk). */
+#define ZAP_COLL_SHM_OVERSUB_CHUNK_BYTES ((size_t)1 << 20)
 
 /* The flag value for chunk j of large exchange k; zap_coll_shm_fin(k) is
  * above every chunk of k and below every chunk of k + 1. */
@@ -257,6 +260,12 @@ zap_status_t zap_coll_shm_large_turn(zap_coll_op_t *op, size_t bytes);
  * when set, written into op's header so ranks set differently report a
  * mismatch. */
 size_t zap_coll_shm_large_chunk(zap_coll_op_t *op, bool agreed);
+/* The same for the forms whose every chunk waits for every rank (the large
+ * area's allreduce and reduce): where the communicator is oversubscribed and
+ * the pipeline setting unset, ZAP_COLL_SHM_OVERSUB_CHUNK_BYTES, since there
+ * each wait costs the turns of descheduled ranks. Every rank decides alike
+ * (the oversubscription is agreed at the setup). */
+size_t zap_coll_shm_sync_chunk(zap_coll_op_t *op, bool agreed);
 
 /* --- single-copy reads (shm_cma.c) ------------------------------------------ */
 /* Reads bytes at comm rank q's address from (in q's address space) into to:

@@ -140,3 +140,11 @@ size_t zap_coll_shm_large_chunk(zap_coll_op_t *op, bool agreed)
         op->hdr_own.min[ZAP_HDR_EXTRA] = op->hdr_own.max[ZAP_HDR_EXTRA] = chunk;
     return chunk;
 }
+
+size_t zap_coll_shm_sync_chunk(zap_coll_op_t *op, bool agreed)
+{
+    size_t chunk = zap_coll_shm_large_chunk(op, agreed);
+    if (op->comm->oversubscribed && op->comm->set.pipeline_bytes == 0)
+        return ZAP_COLL_SHM_OVERSUB_CHUNK_BYTES;
+    return chunk;
+}
