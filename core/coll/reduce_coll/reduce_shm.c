@@ -18,7 +18,9 @@
  *      order, (c0 op c1) op ... op c(p-1), its own operand read from its
  *      input buffer (no other rank reads it), into the result area; publish
  *      red_seq;
- *   3. once every red_seq holds it: the root copies the chunk out.
+ *   3. once every red_seq holds it: the root copies the chunk out (not in
+ *      place, the root reduced its own block into recvbuf in step 2, and
+ *      copies only the others').
  * Every rank waits in step 3, so none overwrites its input for the next call
  * while another still reads it; only the root copies. Against the binomial
  * tree's log2(p) rounds of whole vectors, every rank reduces n/p and the
@@ -66,6 +68,14 @@ static void chunk_range(const shm_reduce_t *s, size_t *first, size_t *n)
  * memory kind but device). */
 static bool direct(const zap_coll_op_t *op) { return op->mem != ZAP_MEM_DEVICE; }
 
+/* Whether the root reduces its own block straight into recvbuf, so that it
+ * copies only the others' blocks out (not in place: there its block of
+ * recvbuf is its operand). */
+static bool root_direct(const zap_coll_op_t *op, const shm_reduce_t *s)
+{
+    return direct(op) && op->comm->shm->rank == s->root && s->src != s->dst;
+}
+
 static void reduce_own_block(const zap_coll_op_t *op, zap_coll_shm_t *sh, const shm_reduce_t *s)
 {
     size_t es = zap_dtype_size(s->dt), first, n, lo, hi;
@@ -74,7 +84,7 @@ static void reduce_own_block(const zap_coll_op_t *op, zap_coll_shm_t *sh, const 
     if (hi == lo)
         return;
     size_t at = (first + lo) * es;
-    unsigned char *out = sh->big_out + at;
+    unsigned char *out = root_direct(op, s) ? (unsigned char *)s->dst + at : sh->big_out + at;
     const unsigned char *own = direct(op) ? (const unsigned char *)s->src + at
                                           : sh->big_in + (size_t)sh->rank * sh->big_bytes + at;
     for (int q = 0; q < sh->size; q++) {
@@ -128,8 +138,14 @@ static zap_status_t large_progress(zap_coll_op_t *op)
         }
         if ((st = zap_coll_shm_gather(op, &sh->ctl[0].red_seq, sizeof(sh->ctl[0]), t, true, &s->wait)) != ZAP_OK)
             return st;
-        if (sh->rank == s->root)
+        if (root_direct(op, s)) {
+            size_t lo, hi; /* its own block is in place already */
+            zap_coll_shm_block(n, sh->size, sh->rank, &lo, &hi);
+            zap_coll_copy(op, s->dst + first * es, sh->big_out + first * es, lo * es);
+            zap_coll_copy(op, s->dst + (first + hi) * es, sh->big_out + (first + hi) * es, (n - hi) * es);
+        } else if (sh->rank == s->root) {
             zap_coll_copy(op, s->dst + first * es, sh->big_out + first * es, n * es);
+        }
         if (first + n >= s->count)
             break;
         s->chunk++;
