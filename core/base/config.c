@@ -108,13 +108,16 @@ static const cfg_row_t rows[] = {
                                     CFG_SIZE, NULL, 0, 1024 * GiB},
     [ZAP_CFG_COLL_SHM] = {{"ZAP_COLL_SHM", "auto", "auto|off",
                            "Communicators whose ranks are processes on one host: allreduces and broadcasts "
-                           "agree, and move data up to ZAP_COLL_SHM_LARGE_BYTES, through a shared-memory "
-                           "segment instead of the transport (auto), or always use the transport (off). Off "
-                           "where any rank says off, and under ZAP_CHECKSUM=1."},
+                           "agree, and move their data (larger than ZAP_COLL_SHM_LARGE_BYTES round the area "
+                           "in chunks), through a shared-memory segment instead of the transport (auto), or "
+                           "always use the transport (off). Off where any rank says off, and under "
+                           "ZAP_CHECKSUM=1."},
                           CFG_CHOICE, "auto|off", 0, 0},
     [ZAP_CFG_COLL_SHM_LARGE_BYTES] = {{"ZAP_COLL_SHM_LARGE_BYTES", "16M", "bytes, 0 to 64M",
-                                       "Largest allreduce or broadcast the shared-memory segment carries "
-                                       "(ranks on one host); each communicator reserves up to this per rank "
+                                       "Size per rank of the shared-memory segment's large area (ranks on "
+                                       "one host): the largest reduce, reduce-scatter or alltoall it carries; "
+                                       "larger allreduces and broadcasts go round it in chunks. Each "
+                                       "communicator reserves up to this per rank "
                                        "plus one more in /dev/shm as its large calls need, at most 64M in all, "
                                        "and at most 512K per rank above 4 ranks (where the single-copy "
                                        "allreduce, ZAP_COLL_CMA, or else the ring measured faster beyond). 0: "
@@ -126,7 +129,8 @@ static const cfg_row_t rows[] = {
                            "reduce-scatters on host memory read the other ranks' buffers directly "
                            "(process_vm_readv, one copy) where the system permits it: auto, in preference to "
                            "the shared area where a probe at the first setup finds such reads fast on this "
-                           "host, else only beyond the area; on, in preference wherever permitted; off, never. "
+                           "host, else only for reduces and reduce-scatters beyond the area (allreduces go "
+                           "round it); on, in preference wherever permitted; off, never. "
                            "Off where any rank says off; the area is preferred where any rank's probe finds "
                            "reads dear."},
                           CFG_CHOICE, "auto|on|off", 0, 0},

@@ -504,24 +504,27 @@ TEST_F(CollMpi, SingleCopyAllreduceMatchesDirectBitForBit)
             EXPECT_EQ(std::memcmp(c.data(), b.data(), count * 4), 0) << "in place, count " << count;
         }
     }
-    // Automatic from 256 KiB, or beyond the shared-memory area where the
-    // ranks are oversubscribed (4 on 2 cores) or the probe found the reads
-    // dear: a vector a little beyond the area is all of these, integers, exact.
+    // A vector a little beyond the shared-memory area, single copy forced
+    // (the automatic choice where the ranks are oversubscribed or the probe
+    // found the reads dear takes the area round and round instead):
+    // integers, exact.
     size_t n = shared_memory_bytes(comm_) / 4 + 3;
-    ASSERT_STREQ(allreduce_algorithm(comm_, n * 4), "cma");
+    Comm forced(t_, Params().allreduce("cma"));
+    ASSERT_STREQ(allreduce_algorithm(forced, n * 4), "cma");
     std::vector<int32_t> in(n), out(n, -1);
     for (size_t i = 0; i < n; i++)
         in[i] = (int32_t)(i % 1009) * (rank + 1);
-    ASSERT_EQ(zap_allreduce(comm_, in.data(), out.data(), n, ZAP_DT_INT32, ZAP_OP_SUM), ZAP_OK);
+    ASSERT_EQ(zap_allreduce(forced, in.data(), out.data(), n, ZAP_DT_INT32, ZAP_OP_SUM), ZAP_OK);
     int tri = MpiSize() * (MpiSize() + 1) / 2;
     for (size_t i = 0; i < n; i++) // every element: from 4 ranks the result spans the area's slots
         ASSERT_EQ(out[i], (int32_t)(i % 1009) * tri) << i;
 }
 
 // Where the probe of single-copy reads (shm_cma_probe.c) finds them dear,
-// the automatic choice keeps what the shared area carries in the area; every
-// rank agreed on the verdict; ZAP_COLL_CMA=on prefers the reads whatever the
-// probe says. The reduce and the reduce-scatter follow the same rows.
+// the automatic choice keeps the allreduce in the shared area, round it for
+// vectors larger than it; every rank agreed on the verdict; ZAP_COLL_CMA=on
+// prefers the reads whatever the probe says. The reduce and the
+// reduce-scatter keep what the area cannot carry for single copy.
 TEST_F(CollMpi, SingleCopyPreferenceFollowsTheAgreedProbe)
 {
     ASSERT_TRUE(single_copy(comm_));
@@ -535,20 +538,25 @@ TEST_F(CollMpi, SingleCopyPreferenceFollowsTheAgreedProbe)
     size_t beyond = area + 4;
     ASSERT_GE(mid, (size_t)256 << 10);
     EXPECT_STREQ(allreduce_algorithm(comm_, mid), over || dear ? "shm" : "cma") << "dear " << dear;
-    EXPECT_STREQ(allreduce_algorithm(comm_, beyond), "cma");
+    EXPECT_STREQ(allreduce_algorithm(comm_, beyond), over || dear ? "shm" : "cma") << "dear " << dear;
     Params on;
     on.cma = ZAP_COMM_SWITCH_ON;
     Comm c(t_, on);
     EXPECT_TRUE(single_copy(c));
     EXPECT_EQ(query(c, ZAP_COMM_ATTR_SINGLE_COPY).single_copy_dear, 0);
     EXPECT_STREQ(allreduce_algorithm(c, mid), over ? "shm" : "cma");
-    // Either way the sums are exact.
+    // Either way the sums are exact, within the area and beyond it.
     int rank = MpiRank(), size = MpiSize();
-    std::vector<int64_t> x(mid / 8, rank + 1), y(mid / 8, 0), z(mid / 8, 0);
-    ASSERT_EQ(zap_allreduce(comm_, x.data(), y.data(), x.size(), ZAP_DT_INT64, ZAP_OP_SUM), ZAP_OK);
-    ASSERT_EQ(zap_allreduce(c, x.data(), z.data(), x.size(), ZAP_DT_INT64, ZAP_OP_SUM), ZAP_OK);
-    EXPECT_EQ(y[x.size() - 1], (int64_t)size * (size + 1) / 2);
-    EXPECT_EQ(std::memcmp(y.data(), z.data(), mid), 0);
+    for (size_t bytes : {mid, 2 * area + 3 * 1024}) {
+        std::vector<int64_t> x(bytes / 8), y(bytes / 8, 0), z(bytes / 8, 0);
+        for (size_t i = 0; i < x.size(); i++)
+            x[i] = (int64_t)(i % 1013) * (rank + 1);
+        ASSERT_EQ(zap_allreduce(comm_, x.data(), y.data(), x.size(), ZAP_DT_INT64, ZAP_OP_SUM), ZAP_OK);
+        ASSERT_EQ(zap_allreduce(c, x.data(), z.data(), x.size(), ZAP_DT_INT64, ZAP_OP_SUM), ZAP_OK);
+        for (size_t i = 0; i < x.size(); i++)
+            ASSERT_EQ(y[i], (int64_t)(i % 1013) * size * (size + 1) / 2) << bytes << " " << i;
+        EXPECT_EQ(std::memcmp(y.data(), z.data(), x.size() * 8), 0) << bytes;
+    }
 }
 
 // Single-copy calls outstanding with large shared-memory allreduces and

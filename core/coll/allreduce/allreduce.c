@@ -10,7 +10,8 @@
  *   direct        one round, every rank's vector to every other, reduced in
  *                 rank order (the flat agreement's payload). Only when forced.
  *   shm           one shared-memory slot per rank up to 4032 bytes, the
- *                 segment's large area beyond. Ranks on one host.
+ *                 segment's large area beyond (round it, chunk by chunk,
+ *                 for vectors larger than it). Ranks on one host.
  *   cma           single copy: each rank reduces its block reading the
  *                 others' buffers directly. Large host vectors, one host.
  *   hier          through the hosts' hierarchy: small vectors in the
@@ -57,7 +58,7 @@ static const zap_coll_alg_t algs[ZAP_AR_NALGS] = {
                        .agrees_in_data = SIZE_MAX, .by_name = true},
     [ZAP_AR_SHM] = {.name = "shm",
                     .description = "shared-memory slots, then the segment's large area; reduced in rank order",
-                    .init = zap_allreduce_shm_init, .require = ZAP_COLL_PRED_SAME_HOST | ZAP_COLL_PRED_FITS_SHM,
+                    .init = zap_allreduce_shm_init, .require = ZAP_COLL_PRED_SAME_HOST,
                     .agrees_in_data = ZAP_COLL_SHM_MAX_BYTES, .by_name = true},
     [ZAP_AR_CMA] = {.name = "cma",
                     .description = "single copy: each rank reduces its block reading the others' buffers",
@@ -83,11 +84,11 @@ static const zap_coll_row_t rows[] = {
      "GPU-resident buffers on one host: GPU to GPU over peer mappings, every size"},
     {ZAP_AR_CMA, SHM_RANKS, KiB(256), SIZE_MAX, 0, ZAP_COLL_PRED_OVERSUBSCRIBED | ZAP_COLL_PRED_SLOW_READS,
      "large host vectors on one host: one copy per byte, no staging area"},
-    {ZAP_AR_CMA, SHM_RANKS, KiB(256), SIZE_MAX, ZAP_COLL_PRED_SLOW_READS, ZAP_COLL_PRED_FITS_SHM,
-     "single-copy reads dear on this host: only what the shared area cannot carry"},
-    {ZAP_AR_CMA, SHM_RANKS, ALL_BYTES, ZAP_COLL_PRED_OVERSUBSCRIBED, ZAP_COLL_PRED_FITS_SHM,
-     "oversubscribed: only what the shared area cannot carry (a reader waits for descheduled peers)"},
-    {ZAP_AR_SHM, SHM_RANKS, ALL_BYTES, 0, 0, "one host: no messages at all up to the area's size"},
+    {ZAP_AR_SHM, SHM_RANKS, ALL_BYTES, ZAP_COLL_PRED_OVERSUBSCRIBED, 0,
+     "oversubscribed: the area at every size, round it beyond its size (a reader would wait for descheduled peers)"},
+    {ZAP_AR_SHM, SHM_RANKS, ALL_BYTES, ZAP_COLL_PRED_SLOW_READS, 0,
+     "single-copy reads dear on this host: the area at every size, round it beyond its size"},
+    {ZAP_AR_SHM, SHM_RANKS, ALL_BYTES, ZAP_COLL_PRED_FITS_SHM, 0, "one host: no messages at all up to the area's size"},
     {ZAP_AR_RD, 1, 1, ALL_BYTES, 0, 0, "one rank: a copy"},
     {ZAP_AR_RD, 2, 2, 0, KiB(8), 0, 0, "fewest rounds; the header rides the data"},
     {ZAP_AR_RABENSEIFNER, 2, 2, KiB(8), SIZE_MAX, 0, 0, "one halving and one doubling step"},

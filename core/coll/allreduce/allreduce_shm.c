@@ -4,14 +4,15 @@
  * and every rank reduces the p of them in rank order, the direct allreduce on
  * the shared-memory form of the agreement (allreduce_direct.c,
  * agree/agree_shm.c): one cache line written and p - 1 read at 8 bytes, no
- * message. Larger vectors, up to the segment's large area, agree with the
- * header alone and then move through the area (allreduce_shm_large.c). */
+ * message. Larger vectors agree with the header alone and then move through
+ * the segment's large area, round it when they are larger
+ * (allreduce_shm_large.c). */
 #include "coll/allreduce/allreduce.h"
 #include "coll/shm/shm.h"
 
 zap_status_t zap_allreduce_shm_init(zap_coll_op_t *op)
 {
-    if (op->comm->shm == NULL || op->args.bytes > op->comm->shm_bytes)
+    if (op->comm->shm == NULL)
         return ZAP_ERR_UNSUPPORTED;
     if (op->args.bytes > ZAP_COLL_SHM_PAYLOAD || op->agreed)
         return zap_allreduce_shm_large_init(op);

@@ -55,6 +55,7 @@ typedef struct shm_large {
     size_t count;
     size_t chunk_elems;
     size_t chunk;  /* the chunk being moved */
+    size_t wrap_elems; /* elements the areas hold: chunk t sits at its first element mod this */
     zap_dtype_t dt;
     zap_op_t zop;
     int step; /* 1, 2, 3 as above, for the current chunk */
@@ -74,17 +75,18 @@ static void chunk_range(const shm_large_t *a, size_t *first, size_t *n)
  * device). */
 static bool direct(const zap_coll_op_t *op) { return op->mem != ZAP_MEM_DEVICE; }
 
-/* Copies elements [first, first + n) between a user buffer and an area,
- * without block [lo, hi) of the range where skip. */
-static void copy_but(const zap_coll_op_t *op, unsigned char *to, const unsigned char *from, size_t es, size_t first,
-                     size_t n, size_t lo, size_t hi, bool skip)
+/* Copies n elements from from + from_first to to + to_first (one of them a
+ * user buffer, the other an area), without elements [lo, hi) of the range
+ * where skip. */
+static void copy_but(const zap_coll_op_t *op, unsigned char *to, size_t to_first, const unsigned char *from,
+                     size_t from_first, size_t es, size_t n, size_t lo, size_t hi, bool skip)
 {
     if (!skip) {
-        zap_coll_copy(op, to + first * es, from + first * es, n * es);
+        zap_coll_copy(op, to + to_first * es, from + from_first * es, n * es);
         return;
     }
-    zap_coll_copy(op, to + first * es, from + first * es, lo * es);
-    zap_coll_copy(op, to + (first + hi) * es, from + (first + hi) * es, (n - hi) * es);
+    zap_coll_copy(op, to + to_first * es, from + from_first * es, lo * es);
+    zap_coll_copy(op, to + (to_first + hi) * es, from + (from_first + hi) * es, (n - hi) * es);
 }
 
 static void reduce_own_block(const zap_coll_op_t *op, zap_coll_shm_t *s, const shm_large_t *a)
@@ -94,13 +96,13 @@ static void reduce_own_block(const zap_coll_op_t *op, zap_coll_shm_t *s, const s
     zap_coll_shm_block(n, s->size, s->rank, &lo, &hi);
     if (hi == lo)
         return;
-    size_t at = (first + lo) * es;
+    size_t at = (first % a->wrap_elems + lo) * es; /* in the areas */
     unsigned char *out = s->big_out + at;
     const void *srcs[ZAP_COLL_SHM_MAX_RANKS];
     for (int q = 0; q < s->size; q++)
         srcs[q] = s->big_in + (size_t)q * s->big_bytes + at;
     if (direct(op))
-        srcs[s->rank] = (const unsigned char *)a->src + at;
+        srcs[s->rank] = (const unsigned char *)a->src + (first + lo) * es;
     memcpy(out, srcs[0], (hi - lo) * es);
     for (int q = 1; q < s->size; q++)
         zap_reduce_cpu(a->dt, a->zop, out, out, srcs[q], hi - lo);
@@ -117,9 +119,10 @@ static zap_status_t advance(zap_coll_op_t *op, shm_large_t *a)
         size_t first, n, lo, hi;
         chunk_range(a, &first, &n);
         zap_coll_shm_block(n, s->size, s->rank, &lo, &hi);
+        size_t af = first % a->wrap_elems; /* the chunk's place in the areas */
         uint64_t t = zap_coll_shm_tag(k, a->chunk);
         if (a->step == 1) {
-            copy_but(op, s->big_in + (size_t)s->rank * s->big_bytes, a->src, es, first, n, lo, hi, direct(op));
+            copy_but(op, s->big_in + (size_t)s->rank * s->big_bytes, af, a->src, first, es, n, lo, hi, direct(op));
             atomic_store_explicit(&s->ctl[s->rank].in_seq, t, memory_order_release);
             a->step = 2;
             a->wait = (zap_coll_shm_wait_t){0, 0, 0};
@@ -130,14 +133,14 @@ static zap_status_t advance(zap_coll_op_t *op, shm_large_t *a)
             reduce_own_block(op, s, a);
             atomic_store_explicit(&s->ctl[s->rank].red_seq, t, memory_order_release);
             if (direct(op)) /* after publishing it: the others wait for the flag, not for this copy */
-                zap_coll_copy(op, (unsigned char *)a->dst + (first + lo) * es, s->big_out + (first + lo) * es,
+                zap_coll_copy(op, (unsigned char *)a->dst + (first + lo) * es, s->big_out + (af + lo) * es,
                               (hi - lo) * es);
             a->step = 3;
             a->wait = (zap_coll_shm_wait_t){0, 0, 0};
         }
         if ((st = zap_coll_shm_gather(op, &s->ctl[0].red_seq, sizeof(s->ctl[0]), t, true, &a->wait)) != ZAP_OK)
             return st;
-        copy_but(op, a->dst, s->big_out, es, first, n, lo, hi, direct(op));
+        copy_but(op, a->dst, first, s->big_out, af, es, n, lo, hi, direct(op));
         if (first + n >= a->count)
             break;
         a->chunk++;
@@ -152,7 +155,8 @@ static zap_status_t large_progress(zap_coll_op_t *op)
 {
     shm_large_t *a = (shm_large_t *)op->alg_state;
     if (a->step == 0) {
-        zap_status_t st = zap_coll_shm_large_turn(op, a->count * zap_dtype_size(a->dt));
+        size_t held = a->count < a->wrap_elems ? a->count : a->wrap_elems;
+        zap_status_t st = zap_coll_shm_large_turn(op, held * zap_dtype_size(a->dt));
         if (st == ZAP_ERR_NO_MEMORY) /* no room for the area: every rank takes the next candidate */
             return zap_coll_fall_back(op);
         if (st != ZAP_OK)
@@ -166,9 +170,13 @@ zap_status_t zap_allreduce_shm_large_init(zap_coll_op_t *op)
 {
     zap_coll_shm_t *s = op->comm->shm;
     const zap_coll_args_t *args = &op->args;
-    if (s == NULL || s->big_bytes == 0 || args->bytes > s->big_bytes)
+    if (s == NULL || s->big_bytes == 0)
         return ZAP_ERR_UNSUPPORTED;
-    size_t chunk = zap_coll_shm_sync_chunk(op, op->agreed);
+    size_t chunk = zap_coll_shm_sync_chunk(op, op->agreed), es = zap_dtype_size(args->dt);
+    if (chunk > s->big_bytes) /* every rank alike: the area's size is rank 0's */
+        chunk = s->big_bytes;
+    if (es > chunk)
+        return ZAP_ERR_UNSUPPORTED;
     shm_large_t *a = (shm_large_t *)op->alg_state;
     a->src = args->src;
     a->dst = args->dst;
@@ -177,7 +185,8 @@ zap_status_t zap_allreduce_shm_large_init(zap_coll_op_t *op)
     a->zop = args->op;
     a->step = 0;
     a->chunk = 0;
-    a->chunk_elems = chunk / zap_dtype_size(a->dt) > 0 ? chunk / zap_dtype_size(a->dt) : 1;
+    a->chunk_elems = chunk / es;
+    a->wrap_elems = s->big_bytes / (a->chunk_elems * es) * a->chunk_elems;
     a->wait = (zap_coll_shm_wait_t){0, 0, 0};
     op->progress = large_progress;
     return ZAP_OK;
