@@ -293,8 +293,9 @@ TEST_F(CollsMpi, ScanAndExscanMatchMpi)
     for (const char *alg : kScanAlgs) {
         Comm sc(t_, "scan", alg), ex(t_, "exscan", alg);
         uint64_t seed = 9;
-        for (auto [dt, op] : exact_pairs()) {
-            size_t es = zap_dtype_size(dt), count = 6;
+        for (auto [dt, op] : exact_pairs())
+          for (size_t above : {0, 1}) { // within a slot, then above it (the large area's form)
+            size_t es = zap_dtype_size(dt), count = above ? 4100 / es + 3 : 6;
             std::vector<uint8_t> in(count * es), out(count * es), ref(count * es), xout(count * es, 0x11),
                 xref(count * es, 0x11);
             fill(dt, op, rank, seed++, in.data(), count);
@@ -310,26 +311,34 @@ TEST_F(CollsMpi, ScanAndExscanMatchMpi)
                     << "exscan " << alg << " " << zap_dtype_name(dt) << " " << zap_op_name(op) << " element " << bad;
             else
                 ASSERT_EQ(xout, std::vector<uint8_t>(count * es, 0x11)) << "rank 0's exscan recvbuf was written";
-        }
+          }
         for (size_t count : counts_for(500, 200001))
             for (bool in_place : {false, true}) {
-                std::vector<int32_t> in(count), out(count), ref(count);
+                std::vector<int32_t> in(count), out(count), ref(count), xout(count, 7), xref(count, 7);
                 for (size_t i = 0; i < count; i++)
                     in[i] = (int32_t)mix((uint64_t)rank << 32 | i);
                 if (in_place)
-                    out = in;
+                    out = xout = in;
                 ASSERT_EQ(zap_scan(sc, in_place ? ZAP_IN_PLACE : in.data(), out.data(), count, ZAP_DT_INT32, ZAP_OP_SUM),
                           ZAP_OK);
                 MPI_Scan(in.data(), ref.data(), (int)count, MPI_INT32_T, MPI_SUM, MPI_COMM_WORLD);
                 ASSERT_EQ(out, ref) << "scan " << alg << " count " << count;
+                ASSERT_EQ(zap_exscan(ex, in_place ? ZAP_IN_PLACE : in.data(), xout.data(), count, ZAP_DT_INT32,
+                                     ZAP_OP_SUM),
+                          ZAP_OK);
+                MPI_Exscan(in.data(), xref.data(), (int)count, MPI_INT32_T, MPI_SUM, MPI_COMM_WORLD);
+                if (rank > 0) {
+                    ASSERT_EQ(xout, xref) << "exscan " << alg << " count " << count << " in place " << in_place;
+                }
             }
     }
 }
 
-// Streams of scans and exscans of floats, sizes with the prefix lane and one
-// without, so that a prefix of another exchange or size would be read if the
-// lane's exchange number were not checked: every result is the left fold in
-// rank order, bit for bit, computed here from all inputs.
+// Streams of scans and exscans of floats, sizes with the prefix lane, one
+// without and one above a slot (the large area, reused call after call), so
+// that a prefix of another exchange or size would be read if the lane's
+// exchange number were not checked: every result is the left fold in rank
+// order, bit for bit, computed here from all inputs.
 TEST_F(CollsMpi, ScanStreamsAreTheRankOrderFoldBitForBit)
 {
     int rank = MpiRank(), size = MpiSize();
@@ -342,8 +351,8 @@ TEST_F(CollsMpi, ScanStreamsAreTheRankOrderFoldBitForBit)
     std::unique_ptr<zap_comm_t, void (*)(zap_comm_t *)> hold(sc, zap_comm_destroy);
     // Runs of one kind and size (the fast form needs the size of the call
     // before), longer than the banks, so that slots and lanes are reused.
-    const std::pair<bool, size_t> phases[] = {{false, 50}, {true, 50}, {false, 49}, {false, 700}, {true, 49},
-                                              {true, 700}, {false, 50}};
+    const std::pair<bool, size_t> phases[] = {{false, 50}, {true, 50},   {false, 49},  {false, 700}, {true, 49},
+                                              {true, 700}, {false, 2000}, {true, 2000}, {false, 50}};
     const int per_phase = 80;
     for (int it = 0; it < (int)std::size(phases) * per_phase; it++) {
         auto [exclusive, count] = phases[it / per_phase];

@@ -5,8 +5,9 @@
  *   rd      recursive doubling: ceil(log2 p) rounds of whole vectors.
  *   linear  a chain r-1 -> r -> r+1, pipelined in segments: each rank
  *           sends and receives the vector once. Large vectors.
- *   shm     the vectors ride the agreement's shared-memory slots; each rank
- *           reduces the ones below it (one host, up to 4032 bytes).
+ *   shm     the vectors ride the agreement's shared-memory slots, or above
+ *           4032 bytes the segment's large area; each rank reduces the ones
+ *           below it (one host).
  * Every one combines in rank order, so every op runs on each. */
 #include "coll/scan/scan.h"
 #include "coll/comm_impl.h"
@@ -25,7 +26,7 @@ static const zap_coll_alg_t algs[ZAP_SC_NALGS] = {
                    .init = zap_scan_rd_init, .by_name = true},
     [ZAP_SC_LINEAR] = {.name = "linear", .description = "a chain through the ranks, pipelined in segments",
                        .init = zap_scan_linear_init, .by_name = true},
-    [ZAP_SC_SHM] = {.name = "shm", .description = "the vectors in the shared segment's slots, each rank reduces",
+    [ZAP_SC_SHM] = {.name = "shm", .description = "the vectors in the shared segment's slots or large area, each rank reduces",
                     .init = zap_scan_shm_init, .require = ZAP_COLL_PRED_SAME_HOST | ZAP_COLL_PRED_FITS_SHM,
                     .agrees_in_data = ZAP_COLL_SHM_MAX_BYTES, .by_name = true},
 };
@@ -33,6 +34,8 @@ static const zap_coll_alg_t algs[ZAP_SC_NALGS] = {
 static const zap_coll_row_t rows[] = {
     {ZAP_SC_SHM, 2, ZAP_COLL_SHM_MAX_RANKS, 0, ZAP_COLL_SHM_MAX_BYTES + 1, 0, 0,
      "one host, up to a slot: the agreement carries the vectors"},
+    {ZAP_SC_SHM, 2, ZAP_COLL_SHM_MAX_RANKS, ZAP_COLL_SHM_MAX_BYTES + 1, KiB(16), 0, 0,
+     "one host, small vectors above a slot: each rank reduces the ones below it from the large area"},
     {ZAP_SC_RD, 1, INT32_MAX, 0, KiB(64), 0, 0, "log2(p) rounds of the whole vector"},
     {ZAP_SC_LINEAR, 1, INT32_MAX, KiB(64), SIZE_MAX, 0, 0, "every rank sends the vector once, pipelined"},
 };

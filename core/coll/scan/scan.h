@@ -12,6 +12,7 @@ enum { ZAP_SC_RD, ZAP_SC_LINEAR, ZAP_SC_SHM, ZAP_SC_NALGS };
 zap_status_t zap_scan_rd_init(zap_coll_op_t *op);     /* scan_rd.c */
 zap_status_t zap_scan_linear_init(zap_coll_op_t *op); /* scan_linear.c */
 zap_status_t zap_scan_shm_init(zap_coll_op_t *op);    /* scan_shm.c: up to a slot */
+zap_status_t zap_scan_shm_large_init(zap_coll_op_t *op); /* scan_shm_large.c: the large area */
 /* The fast form of the shared-memory scan and exscan up to a slot
  * (scan_shm.c, engine/fast.h). */
 bool zap_scan_shm_fast_setup(const zap_comm_t *comm, const zap_coll_args_t *a, zap_coll_shm_fast_t *f);

@@ -1,5 +1,6 @@
 /* Shared-memory scan and exscan, vectors up to a slot's 4032 bytes (ranks
- * on one host): every rank publishes its vector in its slot of the
+ * on one host; larger ones through the large area, scan_shm_large.c):
+ * every rank publishes its vector in its slot of the
  * agreement, nothing combined (zap_coll_agree_init_gather), and rank r then
  * computes ((x0 op x1) op x2) ... op xr (exscan: up to x(r-1)) into recvbuf:
  * the agreement is the whole call, no message. Rank order for every op.
@@ -87,7 +88,11 @@ static zap_status_t shm_finish(zap_coll_op_t *op)
 zap_status_t zap_scan_shm_init(zap_coll_op_t *op)
 {
     const zap_coll_args_t *a = &op->args;
-    if (op->comm->shm == NULL || a->bytes > ZAP_COLL_SHM_PAYLOAD || op->agreed || op->form != ZAP_COLL_FORM_SHM)
+    if (op->comm->shm == NULL)
+        return ZAP_ERR_UNSUPPORTED;
+    if (a->bytes > ZAP_COLL_SHM_PAYLOAD || op->agreed)
+        return zap_scan_shm_large_init(op);
+    if (op->form != ZAP_COLL_FORM_SHM)
         return ZAP_ERR_UNSUPPORTED;
     if (a->bytes == 0) {
         op->progress = NULL;

@@ -1,0 +1,119 @@
+/* Shared-memory scan and exscan of vectors above a slot (ranks on one host),
+ * through the segment's large area: after a header-only agreement, as large
+ * exchange k (shm.h),
+ *
+ *   1. rank r copies its vector into its input area where another rank
+ *      reads it there (every rank but the last) or where it reads it there
+ *      itself (in place, or device memory), and publishes in_seq = (k, 0);
+ *   2. once ranks 0 to r - 1 have published theirs, it combines
+ *      ((x0 op x1) op ...) op x(r-1), then (scan) op xr, in rank order, into
+ *      recvbuf (exscan: rank 0 leaves recvbuf alone);
+ *   3. it publishes fin_seq = k and returns once every rank has, since until
+ *      then a higher rank may still read its input area (the next large
+ *      exchange may then overwrite it).
+ *
+ * Rank r reads r vectors of the area, the last rank p - 1 of them, against
+ * the transport's log2(p) rounds (rd) or chain of p - 1 messages (linear);
+ * so the selection keeps it to small vectors (scan.c). The same operands in
+ * the same order as every other form: the same bytes. */
+#include "coll/scan/scan.h"
+#include "coll/engine/mem.h"
+#include "coll/engine/select.h"
+#include "coll/reduce/reduce.h"
+#include "coll/shm/shm.h"
+#include <string.h>
+
+typedef struct scan_large {
+    int step; /* 0: waiting for the turn, 1: for the ranks below, 2: for every fin */
+    bool own_in_area; /* this rank reads its own vector from its input area */
+    zap_coll_shm_wait_t wait;
+} scan_large_t;
+_Static_assert(sizeof(scan_large_t) <= ZAP_COLL_ALG_STATE_BYTES, "state too large");
+
+static const unsigned char *input(const zap_coll_shm_t *sh, int q) { return sh->big_in + (size_t)q * sh->big_bytes; }
+
+/* Step 2: the prefix into recvbuf (or scratch copied over, where recvbuf
+ * is not host memory). */
+static void combine(zap_coll_op_t *op, const scan_large_t *s)
+{
+    const zap_coll_args_t *a = &op->args;
+    const zap_coll_shm_t *sh = op->comm->shm;
+    int r = sh->rank;
+    bool exclusive = op->kind == ZAP_COLL_EXSCAN;
+    int last = exclusive ? r - 1 : r;
+    if (last < 0)
+        return;
+    unsigned char *out = op->mem == ZAP_MEM_HOST ? (unsigned char *)a->dst : op->scratch.ptr;
+    /* The first operand copied, the others combined in place (a reduction
+     * into a third buffer measured slower: allreduce_shm_large.c). */
+    for (int q = 0; q <= last; q++) {
+        const unsigned char *in = q == r && !s->own_in_area ? (const unsigned char *)a->src : input(sh, q);
+        if (q == 0)
+            memcpy(out, in, a->bytes);
+        else
+            zap_reduce_cpu(a->dt, a->op, out, out, in, a->count);
+    }
+    if (out != a->dst)
+        zap_coll_copy(op, a->dst, out, a->bytes);
+}
+
+static zap_status_t large_progress(zap_coll_op_t *op)
+{
+    scan_large_t *s = (scan_large_t *)op->alg_state;
+    const zap_coll_args_t *a = &op->args;
+    zap_coll_shm_t *sh = op->comm->shm;
+    int r = sh->rank;
+    zap_status_t st;
+    if (s->step == 0) {
+        st = zap_coll_shm_large_turn(op, a->bytes);
+        if (st == ZAP_ERR_NO_MEMORY) /* no room for the area: every rank takes the next candidate */
+            return zap_coll_fall_back(op);
+        if (st != ZAP_OK)
+            return st;
+        if (r < sh->size - 1 || s->own_in_area)
+            zap_coll_copy(op, sh->big_in + (size_t)r * sh->big_bytes, a->src, a->bytes);
+        atomic_store_explicit(&sh->ctl[r].in_seq, zap_coll_shm_tag(op->shm_big_seq, 0), memory_order_release);
+        s->step = 1;
+        /* The ranks below this one only. */
+        s->wait = (zap_coll_shm_wait_t){zap_coll_shm_all_ranks(sh) & ~((UINT64_C(1) << r) - 1), 0, 0};
+    }
+    uint64_t k = op->shm_big_seq;
+    if (s->step == 1) {
+        st = zap_coll_shm_gather(op, &sh->ctl[0].in_seq, sizeof(sh->ctl[0]), zap_coll_shm_tag(k, 0), true, &s->wait);
+        if (st != ZAP_OK)
+            return st;
+        combine(op, s);
+        atomic_store_explicit(&sh->ctl[r].fin_seq, zap_coll_shm_fin(k), memory_order_release);
+        s->step = 2;
+        s->wait = (zap_coll_shm_wait_t){0, 0, 0};
+    }
+    st = zap_coll_shm_gather(op, &sh->ctl[0].fin_seq, sizeof(sh->ctl[0]), zap_coll_shm_fin(k), true, &s->wait);
+    if (st != ZAP_OK)
+        return st;
+    sh->big_done = k;
+    return ZAP_OK;
+}
+
+zap_status_t zap_scan_shm_large_init(zap_coll_op_t *op)
+{
+    zap_coll_shm_t *sh = op->comm->shm;
+    const zap_coll_args_t *a = &op->args;
+    scan_large_t *s = (scan_large_t *)op->alg_state;
+    if (sh == NULL || sh->big_bytes == 0 || a->bytes > sh->big_bytes)
+        return ZAP_ERR_UNSUPPORTED;
+    memset(s, 0, sizeof(*s));
+    if (a->count == 0) {
+        op->progress = NULL;
+        return ZAP_OK;
+    }
+    /* In place the prefix overwrites the rank's own vector before the last
+     * combination reads it; the CPU reads host copies of device memory. */
+    s->own_in_area = a->src == a->dst || op->mem == ZAP_MEM_DEVICE;
+    zap_status_t st = ZAP_OK;
+    if (op->mem != ZAP_MEM_HOST)
+        st = zap_coll_scratch(op, &op->scratch, a->bytes);
+    if (st != ZAP_OK)
+        return st;
+    op->progress = large_progress;
+    return ZAP_OK; /* the engine adds the header-only agreement */
+}
