@@ -36,7 +36,7 @@ static const zap_coll_row_t rows[] = {
      "one host, up to a slot: the agreement carries the vectors"},
     {ZAP_SC_SHM, 2, 4, ZAP_COLL_SHM_MAX_BYTES + 1, SIZE_MAX, 0, 0,
      "one host, up to 4 ranks, above a slot: each rank reduces at most 3 others' vectors from the large area"},
-    {ZAP_SC_SHM, 5, ZAP_COLL_SHM_MAX_RANKS, ZAP_COLL_SHM_MAX_BYTES + 1, KiB(64), 0, 0,
+    {ZAP_SC_SHM, 5, ZAP_COLL_SHM_MAX_RANKS, ZAP_COLL_SHM_MAX_BYTES + 1, KiB(64) + 1, 0, 0,
      "one host, small vectors above a slot: each rank reduces the ones below it from the large area"},
     {ZAP_SC_RD, 1, INT32_MAX, 0, KiB(64), 0, 0, "log2(p) rounds of the whole vector"},
     {ZAP_SC_LINEAR, 1, INT32_MAX, KiB(64), SIZE_MAX, 0, 0, "every rank sends the vector once, pipelined"},
