@@ -49,29 +49,21 @@ static zap_status_t large_progress(zap_coll_op_t *op)
             return st;
         zap_coll_copy(op, sh->big_in + (size_t)r * sh->big_bytes, zap_a2a_in_place(a) ? a->dst : a->src,
                       s->blk * (size_t)p);
-        atomic_store_explicit(&sh->ctl[r].in_seq, zap_coll_shm_tag(op->shm_big_seq, 0), memory_order_release);
+        zap_coll_shm_in_publish(op, &s->wait, 0);
         s->step = 1;
-        s->wait = (zap_coll_shm_wait_t){0, 0, 0};
     }
-    uint64_t k = op->shm_big_seq;
     if (s->step == 1) {
-        st = zap_coll_shm_gather(op, &sh->ctl[0].in_seq, sizeof(sh->ctl[0]), zap_coll_shm_tag(k, 0), true, &s->wait);
-        if (st != ZAP_OK)
+        if ((st = zap_coll_shm_in_wait(op, &s->wait)) != ZAP_OK)
             return st;
         for (int i = 0; i < p; i++) { /* from the next rank on, so that p ranks do not all read rank 0 first */
             int q = (r + i) % p;
             zap_coll_copy(op, (char *)a->dst + (size_t)q * s->blk,
                           sh->big_in + (size_t)q * sh->big_bytes + (size_t)r * s->blk, s->blk);
         }
-        atomic_store_explicit(&sh->ctl[r].fin_seq, zap_coll_shm_fin(k), memory_order_release);
+        zap_coll_shm_fin_publish(op, &s->wait);
         s->step = 2;
-        s->wait = (zap_coll_shm_wait_t){0, 0, 0};
     }
-    st = zap_coll_shm_gather(op, &sh->ctl[0].fin_seq, sizeof(sh->ctl[0]), zap_coll_shm_fin(k), true, &s->wait);
-    if (st != ZAP_OK)
-        return st;
-    sh->big_done = k;
-    return ZAP_OK;
+    return zap_coll_shm_fin_wait(op, &s->wait);
 }
 
 zap_status_t zap_alltoall_shm_init(zap_coll_op_t *op)

@@ -93,25 +93,17 @@ static zap_status_t large_progress(zap_coll_op_t *op)
         }
         zap_coll_copy(op, in, a->src, off);
         zap_coll_copy(op, in + off + len, (const unsigned char *)a->src + off + len, a->bytes - off - len);
-        atomic_store_explicit(&sh->ctl[sh->rank].in_seq, zap_coll_shm_tag(op->shm_big_seq, 0), memory_order_release);
+        zap_coll_shm_in_publish(op, &s->wait, 0);
         s->step = 1;
-        s->wait = (zap_coll_shm_wait_t){0, 0, 0};
     }
-    uint64_t k = op->shm_big_seq;
     if (s->step == 1) {
-        st = zap_coll_shm_gather(op, &sh->ctl[0].in_seq, sizeof(sh->ctl[0]), zap_coll_shm_tag(k, 0), true, &s->wait);
-        if (st != ZAP_OK)
+        if ((st = zap_coll_shm_in_wait(op, &s->wait)) != ZAP_OK)
             return st;
         reduce_part(op, area_or_own_in);
-        atomic_store_explicit(&sh->ctl[sh->rank].fin_seq, zap_coll_shm_fin(k), memory_order_release);
+        zap_coll_shm_fin_publish(op, &s->wait);
         s->step = 2;
-        s->wait = (zap_coll_shm_wait_t){0, 0, 0};
     }
-    st = zap_coll_shm_gather(op, &sh->ctl[0].fin_seq, sizeof(sh->ctl[0]), zap_coll_shm_fin(k), true, &s->wait);
-    if (st != ZAP_OK)
-        return st;
-    sh->big_done = k;
-    return ZAP_OK;
+    return zap_coll_shm_fin_wait(op, &s->wait);
 }
 
 zap_status_t zap_reduce_scatter_shm_init(zap_coll_op_t *op)

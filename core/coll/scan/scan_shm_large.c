@@ -72,26 +72,18 @@ static zap_status_t large_progress(zap_coll_op_t *op)
             return st;
         if (r < sh->size - 1 || s->own_in_area)
             zap_coll_copy(op, sh->big_in + (size_t)r * sh->big_bytes, a->src, a->bytes);
-        atomic_store_explicit(&sh->ctl[r].in_seq, zap_coll_shm_tag(op->shm_big_seq, 0), memory_order_release);
-        s->step = 1;
         /* The ranks below this one only. */
-        s->wait = (zap_coll_shm_wait_t){zap_coll_shm_all_ranks(sh) & ~((UINT64_C(1) << r) - 1), 0, 0};
+        zap_coll_shm_in_publish(op, &s->wait, zap_coll_shm_all_ranks(sh) & ~((UINT64_C(1) << r) - 1));
+        s->step = 1;
     }
-    uint64_t k = op->shm_big_seq;
     if (s->step == 1) {
-        st = zap_coll_shm_gather(op, &sh->ctl[0].in_seq, sizeof(sh->ctl[0]), zap_coll_shm_tag(k, 0), true, &s->wait);
-        if (st != ZAP_OK)
+        if ((st = zap_coll_shm_in_wait(op, &s->wait)) != ZAP_OK)
             return st;
         combine(op, s);
-        atomic_store_explicit(&sh->ctl[r].fin_seq, zap_coll_shm_fin(k), memory_order_release);
+        zap_coll_shm_fin_publish(op, &s->wait);
         s->step = 2;
-        s->wait = (zap_coll_shm_wait_t){0, 0, 0};
     }
-    st = zap_coll_shm_gather(op, &sh->ctl[0].fin_seq, sizeof(sh->ctl[0]), zap_coll_shm_fin(k), true, &s->wait);
-    if (st != ZAP_OK)
-        return st;
-    sh->big_done = k;
-    return ZAP_OK;
+    return zap_coll_shm_fin_wait(op, &s->wait);
 }
 
 zap_status_t zap_scan_shm_large_init(zap_coll_op_t *op)

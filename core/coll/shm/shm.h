@@ -266,6 +266,18 @@ size_t zap_coll_shm_large_chunk(zap_coll_op_t *op, bool agreed);
  * each wait costs the turns of descheduled ranks. Every rank decides alike
  * (the oversubscription is agreed at the setup). */
 size_t zap_coll_shm_sync_chunk(zap_coll_op_t *op, bool agreed);
+/* The end of op's large exchange for the forms that return only once every
+ * rank is done with the area (until then another rank may still read this
+ * one's input area): _publish stores this rank's fin_seq and resets w;
+ * _wait polls every rank's, ZAP_OK once all hold it (the exchange is then
+ * done here), else as zap_coll_shm_gather. */
+void zap_coll_shm_fin_publish(zap_coll_op_t *op, zap_coll_shm_wait_t *w);
+/* The same for the input: _publish stores this rank's in_seq of op's large
+ * exchange (chunk 0) and starts w with the ranks in seen taken as seen
+ * already (0: wait for every rank); _wait polls the others'. */
+void zap_coll_shm_in_publish(zap_coll_op_t *op, zap_coll_shm_wait_t *w, uint64_t seen);
+zap_status_t zap_coll_shm_in_wait(zap_coll_op_t *op, zap_coll_shm_wait_t *w);
+zap_status_t zap_coll_shm_fin_wait(zap_coll_op_t *op, zap_coll_shm_wait_t *w);
 
 /* --- single-copy reads (shm_cma.c) ------------------------------------------ */
 /* Reads bytes at comm rank q's address from (in q's address space) into to:

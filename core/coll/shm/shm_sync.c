@@ -148,3 +148,34 @@ size_t zap_coll_shm_sync_chunk(zap_coll_op_t *op, bool agreed)
         return ZAP_COLL_SHM_OVERSUB_CHUNK_BYTES;
     return chunk;
 }
+
+void zap_coll_shm_fin_publish(zap_coll_op_t *op, zap_coll_shm_wait_t *w)
+{
+    zap_coll_shm_t *s = op->comm->shm;
+    atomic_store_explicit(&s->ctl[s->rank].fin_seq, zap_coll_shm_fin(op->shm_big_seq), memory_order_release);
+    *w = (zap_coll_shm_wait_t){0, 0, 0};
+}
+
+zap_status_t zap_coll_shm_fin_wait(zap_coll_op_t *op, zap_coll_shm_wait_t *w)
+{
+    zap_coll_shm_t *s = op->comm->shm;
+    uint64_t k = op->shm_big_seq;
+    zap_status_t st = zap_coll_shm_gather(op, &s->ctl[0].fin_seq, sizeof(s->ctl[0]), zap_coll_shm_fin(k), true, w);
+    if (st != ZAP_OK)
+        return st;
+    s->big_done = k;
+    return ZAP_OK;
+}
+
+void zap_coll_shm_in_publish(zap_coll_op_t *op, zap_coll_shm_wait_t *w, uint64_t seen)
+{
+    zap_coll_shm_t *s = op->comm->shm;
+    atomic_store_explicit(&s->ctl[s->rank].in_seq, zap_coll_shm_tag(op->shm_big_seq, 0), memory_order_release);
+    *w = (zap_coll_shm_wait_t){seen, 0, 0};
+}
+
+zap_status_t zap_coll_shm_in_wait(zap_coll_op_t *op, zap_coll_shm_wait_t *w)
+{
+    zap_coll_shm_t *s = op->comm->shm;
+    return zap_coll_shm_gather(op, &s->ctl[0].in_seq, sizeof(s->ctl[0]), zap_coll_shm_tag(op->shm_big_seq, 0), true, w);
+}
