@@ -75,20 +75,6 @@ static void chunk_range(const shm_large_t *a, size_t *first, size_t *n)
  * device). */
 static bool direct(const zap_coll_op_t *op) { return op->mem != ZAP_MEM_DEVICE; }
 
-/* Copies n elements from from + from_first to to + to_first (one of them a
- * user buffer, the other an area), without elements [lo, hi) of the range
- * where skip. */
-static void copy_but(const zap_coll_op_t *op, unsigned char *to, size_t to_first, const unsigned char *from,
-                     size_t from_first, size_t es, size_t n, size_t lo, size_t hi, bool skip)
-{
-    if (!skip) {
-        zap_coll_copy(op, to + to_first * es, from + from_first * es, n * es);
-        return;
-    }
-    zap_coll_copy(op, to + to_first * es, from + from_first * es, lo * es);
-    zap_coll_copy(op, to + (to_first + hi) * es, from + (from_first + hi) * es, (n - hi) * es);
-}
-
 static void reduce_own_block(const zap_coll_op_t *op, zap_coll_shm_t *s, const shm_large_t *a)
 {
     size_t es = zap_dtype_size(a->dt), first, n, lo, hi;
@@ -122,7 +108,8 @@ static zap_status_t advance(zap_coll_op_t *op, shm_large_t *a)
         size_t af = first % a->wrap_elems; /* the chunk's place in the areas */
         uint64_t t = zap_coll_shm_tag(k, a->chunk);
         if (a->step == 1) {
-            copy_but(op, s->big_in + (size_t)s->rank * s->big_bytes, af, a->src, first, es, n, lo, hi, direct(op));
+            zap_coll_shm_copy_but(op, s->big_in + (size_t)s->rank * s->big_bytes, af, a->src, first, es, n, lo, hi,
+                                  direct(op));
             atomic_store_explicit(&s->ctl[s->rank].in_seq, t, memory_order_release);
             a->step = 2;
             a->wait = (zap_coll_shm_wait_t){0, 0, 0};
@@ -140,7 +127,7 @@ static zap_status_t advance(zap_coll_op_t *op, shm_large_t *a)
         }
         if ((st = zap_coll_shm_gather(op, &s->ctl[0].red_seq, sizeof(s->ctl[0]), t, true, &a->wait)) != ZAP_OK)
             return st;
-        copy_but(op, a->dst, first, s->big_out, af, es, n, lo, hi, direct(op));
+        zap_coll_shm_copy_but(op, a->dst, first, s->big_out, af, es, n, lo, hi, direct(op));
         if (first + n >= a->count)
             break;
         a->chunk++;

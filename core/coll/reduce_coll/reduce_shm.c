@@ -116,14 +116,13 @@ static zap_status_t large_progress(zap_coll_op_t *op)
     for (;;) {
         size_t first, n;
         chunk_range(s, &first, &n);
+        size_t lo, hi; /* the block of the chunk this rank reduces */
+        zap_coll_shm_block(n, sh->size, sh->rank, &lo, &hi);
         uint64_t t = zap_coll_shm_tag(k, s->chunk);
         if (s->step == 1) {
-            unsigned char *in = sh->big_in + (size_t)sh->rank * sh->big_bytes;
-            size_t lo = 0, hi = 0; /* the block this rank reduces itself, not copied where direct */
-            if (direct(op))
-                zap_coll_shm_block(n, sh->size, sh->rank, &lo, &hi);
-            zap_coll_copy(op, in + first * es, s->src + first * es, lo * es);
-            zap_coll_copy(op, in + (first + hi) * es, s->src + (first + hi) * es, (n - hi) * es);
+            /* The block this rank reduces itself is not copied where direct. */
+            zap_coll_shm_copy_but(op, sh->big_in + (size_t)sh->rank * sh->big_bytes, first,
+                                  (const unsigned char *)s->src, first, es, n, lo, hi, direct(op));
             atomic_store_explicit(&sh->ctl[sh->rank].in_seq, t, memory_order_release);
             s->step = 2;
             s->wait = (zap_coll_shm_wait_t){0, 0, 0};
@@ -138,14 +137,9 @@ static zap_status_t large_progress(zap_coll_op_t *op)
         }
         if ((st = zap_coll_shm_gather(op, &sh->ctl[0].red_seq, sizeof(sh->ctl[0]), t, true, &s->wait)) != ZAP_OK)
             return st;
-        if (root_direct(op, s)) {
-            size_t lo, hi; /* its own block is in place already */
-            zap_coll_shm_block(n, sh->size, sh->rank, &lo, &hi);
-            zap_coll_copy(op, s->dst + first * es, sh->big_out + first * es, lo * es);
-            zap_coll_copy(op, s->dst + (first + hi) * es, sh->big_out + (first + hi) * es, (n - hi) * es);
-        } else if (sh->rank == s->root) {
-            zap_coll_copy(op, s->dst + first * es, sh->big_out + first * es, n * es);
-        }
+        if (sh->rank == s->root) /* not in place, its own block is in recvbuf already */
+            zap_coll_shm_copy_but(op, (unsigned char *)s->dst, first, sh->big_out, first, es, n, lo, hi,
+                                  root_direct(op, s));
         if (first + n >= s->count)
             break;
         s->chunk++;

@@ -126,8 +126,9 @@ typedef struct zap_coll_shm {
      * area's size must not be 0. */
     bool cma;
     /* Some rank's probe found single-copy reads dear on this host
-     * (zap_coll_shm_cma_fast; agreed at attach): the automatic choice reads
-     * peers' buffers only where the shared area cannot carry the call. */
+     * (zap_coll_shm_cma_fast; agreed at attach): the automatic choice keeps
+     * allreduces in the shared area (round it beyond its size) and reads
+     * peers' buffers only for the reduces and reduce-scatters it cannot carry. */
     bool cma_slow;
     unsigned char *cma_scratch; /* this rank's: p chunks of operands */
     size_t cma_scratch_bytes;
@@ -272,12 +273,17 @@ size_t zap_coll_shm_sync_chunk(zap_coll_op_t *op, bool agreed);
  * _wait polls every rank's, ZAP_OK once all hold it (the exchange is then
  * done here), else as zap_coll_shm_gather. */
 void zap_coll_shm_fin_publish(zap_coll_op_t *op, zap_coll_shm_wait_t *w);
+zap_status_t zap_coll_shm_fin_wait(zap_coll_op_t *op, zap_coll_shm_wait_t *w);
 /* The same for the input: _publish stores this rank's in_seq of op's large
  * exchange (chunk 0) and starts w with the ranks in seen taken as seen
  * already (0: wait for every rank); _wait polls the others'. */
 void zap_coll_shm_in_publish(zap_coll_op_t *op, zap_coll_shm_wait_t *w, uint64_t seen);
 zap_status_t zap_coll_shm_in_wait(zap_coll_op_t *op, zap_coll_shm_wait_t *w);
-zap_status_t zap_coll_shm_fin_wait(zap_coll_op_t *op, zap_coll_shm_wait_t *w);
+/* Copies n elements from from + from_first to to + to_first (one of them a
+ * user buffer, the other the large area), through zap_coll_copy, without
+ * elements [lo, hi) of the range where skip: a block its rank moves itself. */
+void zap_coll_shm_copy_but(const zap_coll_op_t *op, unsigned char *to, size_t to_first, const unsigned char *from,
+                           size_t from_first, size_t es, size_t n, size_t lo, size_t hi, bool skip);
 
 /* --- single-copy reads (shm_cma.c) ------------------------------------------ */
 /* Reads bytes at comm rank q's address from (in q's address space) into to:

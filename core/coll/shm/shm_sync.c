@@ -179,3 +179,14 @@ zap_status_t zap_coll_shm_in_wait(zap_coll_op_t *op, zap_coll_shm_wait_t *w)
     zap_coll_shm_t *s = op->comm->shm;
     return zap_coll_shm_gather(op, &s->ctl[0].in_seq, sizeof(s->ctl[0]), zap_coll_shm_tag(op->shm_big_seq, 0), true, w);
 }
+
+void zap_coll_shm_copy_but(const zap_coll_op_t *op, unsigned char *to, size_t to_first, const unsigned char *from,
+                           size_t from_first, size_t es, size_t n, size_t lo, size_t hi, bool skip)
+{
+    if (!skip) {
+        zap_coll_copy(op, to + to_first * es, from + from_first * es, n * es);
+        return;
+    }
+    zap_coll_copy(op, to + to_first * es, from + from_first * es, lo * es);
+    zap_coll_copy(op, to + (to_first + hi) * es, from + (from_first + hi) * es, (n - hi) * es);
+}
