@@ -42,6 +42,7 @@
 #include "coll/engine/mem.h"
 #include "coll/engine/select.h"
 #include "coll/shm/shm.h"
+#include "base/copy.h"
 #include <stddef.h>
 #include <string.h>
 
@@ -225,6 +226,6 @@ void zap_allgather_shm_fast_finish(const zap_comm_t *comm, const zap_coll_args_t
         if (q != comm->rank)
             memcpy(to, zap_coll_agree_shm_fast_slot(comm, f, q), n);
         else if (a->src != NULL)
-            memcpy(to, a->src, n);
+            zap_copy(to, a->src, n);
     }
 }

@@ -70,6 +70,7 @@
 #include "coll/reduce/reduce.h"
 #include "coll/shm/shm.h"
 #include "base/log.h"
+#include "base/copy.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -156,7 +157,11 @@ static zap_status_t reduce_own_block(zap_coll_op_t *op, cma_ar_t *a, uint64_t k)
             if (q == r) {
                 /* In place, the output chunk is overwritten below (through
                  * the area, only after the reduction has read it). */
-                operand[q] = a->in_place && !a->via_area ? memcpy(slot, a->src + at, bytes) : a->src + at;
+                operand[q] = a->src + at;
+                if (a->in_place && !a->via_area) {
+                    zap_copy(slot, a->src + at, bytes);
+                    operand[q] = slot;
+                }
                 continue;
             }
             zap_status_t st = zap_coll_shm_read(op, q, slot, s->ctl[q].src_addr + at, bytes);
@@ -170,7 +175,7 @@ static zap_status_t reduce_own_block(zap_coll_op_t *op, cma_ar_t *a, uint64_t k)
             zap_reduce_cpu(a->dt, a->zop, out, out, operand[q], n);
         atomic_store_explicit(&s->ctl[r].red_seq, zap_coll_shm_tag(k, j), memory_order_release);
         if (a->via_area) /* in place, the reduction above has read the input chunk this overwrites */
-            memcpy(a->dst + at, out, bytes);
+            zap_copy(a->dst + at, out, bytes);
     }
     return ZAP_OK;
 }
@@ -202,7 +207,7 @@ static zap_status_t pull(zap_coll_op_t *op, cma_ar_t *a, uint64_t k)
             }
             size_t at = (lo + pulled[q]) * a->es, bytes = (upto - lo - pulled[q]) * a->es;
             if (a->via_area) {
-                memcpy(a->dst + at, a->area + at, bytes);
+                zap_copy(a->dst + at, a->area + at, bytes);
             } else {
                 zap_status_t st = zap_coll_shm_read(op, q, a->dst + at, s->ctl[q].dst_addr + at, bytes);
                 if (st != ZAP_OK)

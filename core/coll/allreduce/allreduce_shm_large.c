@@ -47,6 +47,7 @@
 #include "coll/reduce/reduce.h"
 #include "coll/shm/shm.h"
 #include "base/log.h"
+#include "base/copy.h"
 #include <string.h>
 
 typedef struct shm_large {
@@ -89,7 +90,7 @@ static void reduce_own_block(const zap_coll_op_t *op, zap_coll_shm_t *s, const s
         srcs[q] = s->big_in + (size_t)q * s->big_bytes + at;
     if (direct(op))
         srcs[s->rank] = (const unsigned char *)a->src + (first + lo) * es;
-    memcpy(out, srcs[0], (hi - lo) * es);
+    zap_copy(out, srcs[0], (hi - lo) * es);
     for (int q = 1; q < s->size; q++)
         zap_reduce_cpu(a->dt, a->zop, out, out, srcs[q], hi - lo);
 }

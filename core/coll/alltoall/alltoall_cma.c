@@ -15,6 +15,7 @@
 #include "coll/engine/mem.h"
 #include "coll/engine/select.h"
 #include "coll/shm/shm.h"
+#include "base/copy.h"
 #include <string.h>
 
 enum { STEP_TURN, STEP_ADDRS, STEP_FIN };
@@ -55,7 +56,7 @@ static zap_status_t cma_progress(zap_coll_op_t *op)
         st = zap_coll_shm_gather(op, &sh->ctl[0].in_seq, sizeof(sh->ctl[0]), zap_coll_shm_tag(k, 0), true, &s->wait);
         if (st != ZAP_OK)
             return st;
-        memcpy((char *)a->dst + (size_t)r * s->blk, (const char *)a->src + (size_t)r * s->blk, s->blk);
+        zap_copy((char *)a->dst + (size_t)r * s->blk, (const char *)a->src + (size_t)r * s->blk, s->blk);
         for (int i = 1; i < p; i++) {
             int q = (r + i) % p;
             st = zap_coll_shm_read(op, q, (char *)a->dst + (size_t)q * s->blk,

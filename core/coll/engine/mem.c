@@ -17,6 +17,7 @@
 #include "base/log.h"
 #include "base/vm_epoch.h"
 #include "cuda_coll.h"
+#include "base/copy.h"
 #include <stdatomic.h>
 #include <string.h>
 
@@ -178,7 +179,7 @@ void zap_coll_copy(const zap_coll_op_t *op, void *dst, const void *src, size_t b
         return;
     if (op->mem == ZAP_MEM_DEVICE && zap_cuda_copy(dst, src, bytes) == ZAP_OK)
         return;
-    memcpy(dst, src, bytes);
+    zap_copy(dst, src, bytes);
 }
 
 zap_status_t zap_coll_reduce(const zap_coll_op_t *op, zap_dtype_t dt, zap_op_t zop, void *dst, const void *a,

@@ -33,6 +33,7 @@
 #include "coll/engine/select.h"
 #include "coll/reduce/reduce.h"
 #include "coll/shm/shm.h"
+#include "base/copy.h"
 #include <string.h>
 
 typedef struct shm_reduce {
@@ -92,7 +93,7 @@ static void reduce_own_block(const zap_coll_op_t *op, zap_coll_shm_t *sh, const 
         /* The first operand copied, the others combined in place: a
          * reduction of two operands into a third buffer measured slower. */
         if (q == 0)
-            memcpy(out, in, (hi - lo) * es);
+            zap_copy(out, in, (hi - lo) * es);
         else
             zap_reduce_cpu(s->dt, s->zop, out, out, in, hi - lo);
     }

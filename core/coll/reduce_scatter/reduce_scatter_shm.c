@@ -24,6 +24,7 @@
 #include "coll/engine/select.h"
 #include "coll/reduce/reduce.h"
 #include "coll/shm/shm.h"
+#include "base/copy.h"
 #include <string.h>
 
 typedef struct rs_shm {
@@ -43,7 +44,7 @@ static void reduce_part(zap_coll_op_t *op, const unsigned char *(*in)(const zap_
     /* The operands are host memory: the CPU combines them, into recvbuf when
      * it is host memory too, else into scratch that is copied over. */
     unsigned char *out = op->mem == ZAP_MEM_HOST ? a->dst : op->scratch.ptr;
-    memcpy(out, in(op, 0) + off, n * es);
+    zap_copy(out, in(op, 0) + off, n * es);
     for (int q = 1; q < p; q++)
         zap_reduce_cpu(a->dt, a->op, out, out, in(op, q) + off, n);
     if (out != a->dst)

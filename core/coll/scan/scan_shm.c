@@ -23,6 +23,7 @@
 #include "coll/engine/mem.h"
 #include "coll/reduce/reduce.h"
 #include "coll/shm/shm.h"
+#include "base/copy.h"
 #include <string.h>
 
 /* Where a slot's prefix starts (after the vector, on a 64-byte boundary)
@@ -53,7 +54,7 @@ static void combine(const zap_comm_t *comm, uint64_t seq, bool exclusive, zap_dt
     int last = exclusive ? r - 1 : r;
     if (last >= 0) {
         if (prev != NULL && exclusive) {
-            memcpy(out, prev, bytes);
+            zap_copy(out, prev, bytes);
         } else if (prev != NULL) {
             zap_reduce_cpu(dt, op, out, prev, own, count);
         } else {
@@ -64,9 +65,9 @@ static void combine(const zap_comm_t *comm, uint64_t seq, bool exclusive, zap_dt
         return;
     unsigned char *mine = own + lane_at(bytes);
     if (!exclusive)
-        memcpy(mine, out, bytes);
+        zap_copy(mine, out, bytes);
     else if (r == 0)
-        memcpy(mine, own, bytes);
+        zap_copy(mine, own, bytes);
     else
         zap_reduce_cpu(dt, op, mine, out, own, count);
     atomic_store_explicit(lane_seq(own, bytes), seq, memory_order_release);

@@ -21,6 +21,7 @@
 #include "coll/engine/select.h"
 #include "coll/reduce/reduce.h"
 #include "coll/shm/shm.h"
+#include "base/copy.h"
 #include <string.h>
 
 typedef struct scan_large {
@@ -49,7 +50,7 @@ static void combine(zap_coll_op_t *op, const scan_large_t *s)
     for (int q = 0; q <= last; q++) {
         const unsigned char *in = q == r && !s->own_in_area ? (const unsigned char *)a->src : input(sh, q);
         if (q == 0)
-            memcpy(out, in, a->bytes);
+            zap_copy(out, in, a->bytes);
         else
             zap_reduce_cpu(a->dt, a->op, out, out, in, a->count);
     }

@@ -39,6 +39,7 @@
 #include "coll/engine/select.h"
 #include "coll/shm/shm.h"
 #include "base/log.h"
+#include "base/copy.h"
 #include <stddef.h>
 #include <string.h>
 
@@ -303,9 +304,9 @@ void zap_scatter_shm_fast_finish(const zap_comm_t *comm, const zap_coll_args_t *
     size_t blk = a->fixed * zap_dtype_size(a->dt);
     int r = comm->rank;
     if (r == a->root)
-        memcpy(a->dst, (const char *)a->src + (size_t)r * blk, blk);
+        zap_copy(a->dst, (const char *)a->src + (size_t)r * blk, blk);
     else
-        memcpy(a->dst,
+        zap_copy(a->dst,
                (const char *)zap_coll_agree_shm_fast_slot(comm, f, a->root) + slot_offset(r, a->root, comm->size, blk),
                blk);
 }
