@@ -11,6 +11,19 @@
 #define ZAP_COPY_CLONES
 #endif
 
+int zap_copy_avoid_short_rep;
+
+/* At load, before any collective can copy: the CPU's vendor is what tells
+ * (the slow rep movsb is a trait of AMD's cores), not a timing, which a busy
+ * host would blur. */
+__attribute__((constructor)) static void copy_choose(void)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    zap_copy_avoid_short_rep = __builtin_cpu_is("amd");
+#endif
+}
+
 typedef uint8_t zap_copy_v32 __attribute__((vector_size(32)));
 
 ZAP_COPY_CLONES void zap_copy_vector(void *dst, const void *src, size_t n)

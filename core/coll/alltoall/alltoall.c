@@ -47,8 +47,9 @@ static const zap_coll_alg_t algs[ZAP_A2A_NALGS] = {
 /* Bytes here are one block's (alltoall; 0 for alltoallv, whose counts differ
  * across ranks and must not steer the choice). */
 static const zap_coll_row_t rows[] = {
-    {ZAP_A2A_CMA, SHM_RANKS, KiB(16), SIZE_MAX, 0, ZAP_COLL_PRED_OVERSUBSCRIBED,
-     "large blocks on one host: each byte copied once, no staging"},
+    {ZAP_A2A_CMA, SHM_RANKS, KiB(16), SIZE_MAX, 0, 0,
+     "large blocks on one host: each byte copied once, no staging (oversubscribed too: the area's two copies "
+     "cost more than a descheduled peer's turn)"},
     {ZAP_A2A_SHM, SHM_RANKS, 0, SIZE_MAX, 0, 0, "one host: a copy in and a copy out, no messages"},
     {ZAP_A2A_BRUCK, 8, INT32_MAX, 0, 257, 0, 0, "tiny blocks, many ranks: log2(p) rounds"},
     {ZAP_A2A_LINEAR, 1, INT32_MAX, 0, KiB(64), 0, 0, "one round of p-1 messages each way"},

@@ -257,14 +257,28 @@ typedef struct {
     uint64_t epoch;
 } host_seen_t;
 
-static _Thread_local host_seen_t host_seen[HOST_SEEN];
-static _Thread_local unsigned host_seen_next;
+/* One thread-local block, so that a lookup from a library loaded with
+ * dlopen (the Open MPI component) resolves one TLS address, not three; the
+ * entry that answered last is tried first (a program alternates few
+ * buffers). */
+typedef struct {
+    host_seen_t seen[HOST_SEEN];
+    unsigned next, last;
+} host_seen_tls_t;
+
+static _Thread_local host_seen_tls_t host_tls;
 
 static bool seen_host(uintptr_t lo, uintptr_t hi, uint64_t epoch)
 {
+    host_seen_tls_t *t = &host_tls;
+    const host_seen_t *e = &t->seen[t->last % HOST_SEEN];
+    if (e->epoch == epoch && e->lo <= lo && hi <= e->hi)
+        return true;
     for (unsigned i = 0; i < HOST_SEEN; i++)
-        if (host_seen[i].epoch == epoch && host_seen[i].lo <= lo && hi <= host_seen[i].hi)
+        if (t->seen[i].epoch == epoch && t->seen[i].lo <= lo && hi <= t->seen[i].hi) {
+            t->last = i;
             return true;
+        }
     return false;
 }
 
@@ -279,15 +293,17 @@ static zap_mem_kind_t ask_cuda(const void *ptr, uintptr_t lo, uintptr_t hi, uint
     if (kind == ZAP_MEM_PINNED)
         kind = ZAP_MEM_HOST;
     if (kind == ZAP_MEM_HOST && epoch != 0 && hi > lo) {
-        host_seen[host_seen_next % HOST_SEEN] = (host_seen_t){.lo = lo, .hi = hi, .epoch = epoch};
-        host_seen_next++;
+        host_seen_tls_t *t = &host_tls;
+        t->last = t->next % HOST_SEEN;
+        t->seen[t->last] = (host_seen_t){.lo = lo, .hi = hi, .epoch = epoch};
+        t->next++;
     }
     return kind;
 }
 
 zap_mem_kind_t zap_coll_ptr_kind(const void *ptr, size_t len)
 {
-    if (ptr == NULL || len == 0)
+    if (ptr == NULL || len == 0 || !zap_gpu_device_present()) /* no device: every pointer is host memory */
         return ZAP_MEM_HOST;
     /* Read before asking, so an unmapping during the query makes the record
      * stale rather than wrong. 0: nobody watches, nothing is kept. */

@@ -65,6 +65,8 @@ static const zap_coll_row_t rows[] = {
     {ZAP_RD_CMA, 2, ZAP_COLL_SHM_MAX_RANKS, KiB(256), SIZE_MAX, ZAP_COLL_PRED_SLOW_READS,
      ZAP_COLL_PRED_OVERSUBSCRIBED | ZAP_COLL_PRED_FITS_SHM,
      "single-copy reads dear on this host: only what the shared area cannot carry"},
+    {ZAP_RD_CMA, 2, ZAP_COLL_SHM_MAX_RANKS, (size_t)12 << 20, SIZE_MAX, ZAP_COLL_PRED_OVERSUBSCRIBED, 0,
+     "oversubscribed, from 12 MiB: the area's form slows to half of single copy there"},
     {ZAP_RD_SHM, 2, ZAP_COLL_SHM_MAX_RANKS, 0, SIZE_MAX, 0, 0, "one host: no messages at all up to the area's size"},
     {ZAP_RD_BINOMIAL, 1, INT32_MAX, 0, KiB(8), 0, 0, "fewest rounds: ceil(log2 p) whole-vector hops"},
     {ZAP_RD_RABENSEIFNER, 1, INT32_MAX, KiB(8), SIZE_MAX, 0, 0,
