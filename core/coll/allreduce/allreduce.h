@@ -32,6 +32,10 @@ bool zap_allreduce_direct_fast_setup(const zap_comm_t *comm, const zap_coll_args
 void zap_allreduce_direct_fast_finish(const zap_comm_t *comm, const zap_coll_args_t *a, const zap_coll_shm_fast_t *f);
 zap_status_t zap_allreduce_shm_init(zap_coll_op_t *op);          /* allreduce_shm.c, allreduce_shm_large.c */
 zap_status_t zap_allreduce_shm_large_init(zap_coll_op_t *op);
+/* The largest vector the shared-memory allreduce carries in the slots on p
+ * ranks (allreduce_shm.c says why it is smaller on many ranks); larger ones,
+ * even where a slot would hold them, go through the large area. */
+size_t zap_allreduce_shm_slot_bytes(int p);
 zap_status_t zap_allreduce_cma_init(zap_coll_op_t *op);          /* allreduce_cma.c */
 /* The single-copy engine of allreduce_cma.c; root >= 0: the rooted form (only
  * root gets the result in op->args.dst; the reduce's cma algorithm). */

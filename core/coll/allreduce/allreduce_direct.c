@@ -47,7 +47,8 @@ zap_status_t zap_allreduce_direct_init(zap_coll_op_t *op)
 
 bool zap_allreduce_direct_fast_setup(const zap_comm_t *comm, const zap_coll_args_t *a, zap_coll_shm_fast_t *f)
 {
-    (void)comm;
+    if (a->bytes > zap_allreduce_shm_slot_bytes(comm->size))
+        return false; /* the large area's form: an operation */
     f->src = a->src;
     f->bytes = a->bytes;
     f->need = ~UINT64_C(0); /* every other rank's slot */
