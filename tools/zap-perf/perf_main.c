@@ -5,6 +5,7 @@
  *   mpirun -np N zap-perf comm [--reps R]   communicator creation (perf_comm.c, when built)
  *   mpirun -np N zap-perf mpi [options]     MPI collectives through MPI, Open MPI against the
  *                                           zap coll component (perf_mpi.c)
+ *   zap-perf copy [options]                 zap_copy against memcpy (perf_copy.c)
  *
  * The first argument picks the mode; the mode parses the rest. MPI is
  * initialised here, once, for every mode. */
@@ -14,6 +15,7 @@
 #include "perf_common.h"
 
 int perf_mpi_main(int argc, char **argv);
+int perf_copy_main(int argc, char **argv);
 
 typedef struct {
     const char *name;
@@ -28,6 +30,7 @@ static const perf_mode_t modes[] = {
     {"comm", perf_comm_main, "communicator creation, shared-memory segment on and off"},
 #endif
     {"mpi", perf_mpi_main, "MPI collectives through MPI: Open MPI's choice against the zap coll component"},
+    {"copy", perf_copy_main, "the collectives' byte copy against memcpy (one process)"},
 };
 
 static void usage(void)
