@@ -41,7 +41,7 @@ static ptrdiff_t displ_of(const zap_coll_args_t *a, int r)
 static void release(zap_coll_op_t *op)
 {
     ag_hier_t *s = (ag_hier_t *)op->alg_state;
-    zap_coll_hier_abandon(s->req);
+    zap_coll_hier_abandon(op->comm, s->req);
     s->req = NULL;
     zap_coll_hier_give_back(op->comm, s->ticket, &s->ticketed);
 }

@@ -63,9 +63,9 @@ static void release(zap_coll_op_t *op)
 {
     hier_ar_t *s = (hier_ar_t *)op->alg_state;
     for (int i = 0; i < 2; i++) {
-        zap_coll_hier_abandon(s->a[i]);
-        zap_coll_hier_abandon(s->b[i]);
-        zap_coll_hier_abandon(s->c[i]);
+        zap_coll_hier_abandon(op->comm, s->a[i]);
+        zap_coll_hier_abandon(op->comm, s->b[i]);
+        zap_coll_hier_abandon(op->comm, s->c[i]);
         s->a[i] = s->b[i] = s->c[i] = NULL;
     }
     zap_coll_hier_give_back(op->comm, s->ticket, &s->ticketed);

@@ -44,8 +44,8 @@ static void release(zap_coll_op_t *op)
 {
     hier_bc_t *s = (hier_bc_t *)op->alg_state;
     for (int i = 0; i < WINDOW; i++) {
-        zap_coll_hier_abandon(s->first[i]);
-        zap_coll_hier_abandon(s->second[i]);
+        zap_coll_hier_abandon(op->comm, s->first[i]);
+        zap_coll_hier_abandon(op->comm, s->second[i]);
         s->first[i] = s->second[i] = NULL;
     }
     zap_coll_hier_give_back(op->comm, s->ticket, &s->ticketed);

@@ -603,7 +603,7 @@ static void free_op(zap_coll_op_t *op, bool may_drain)
     /* Cancelled on this rank: the others, which may wait for its messages,
      * fail it too instead of waiting for ever. */
     if (op->active && op->status == ZAP_INPROGRESS)
-        revoke(op, ZAP_ERR_CANCELED);
+        revoke(op, op->abandoned_for != ZAP_OK ? op->abandoned_for : ZAP_ERR_CANCELED);
     if (op->active)
         active_remove(op);
     op_put(op);

@@ -82,6 +82,10 @@ struct zap_coll_op {
     bool whole_in_agreement; /* the agreement carries the whole call: its progress only copies the result */
     bool background; /* a zero-count call: its caller's request completed at once, the agreement runs on */
     int culprit;     /* the transport rank its failure blames (a dead or missing peer), -1: none */
+    /* Given up on by a parent operation that failed for a lost peer
+     * (zap_coll_hier_abandon): what freeing it early tells the other members,
+     * with culprit, instead of "cancelled". ZAP_OK: nothing of the kind. */
+    zap_status_t abandoned_for;
     zap_status_t status;      /* ZAP_INPROGRESS until complete */
     zap_status_t local_error; /* this rank's own argument error, reported after agreement */
     zap_mem_kind_t mem;       /* where the user buffers live (host, managed, device) */

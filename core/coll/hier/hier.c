@@ -33,6 +33,7 @@ static bool find(zap_comm_t *comm)
         h->nlocal = topo->host_size[h->host];
         h->leader = zap_coll_topo_rank(topo, h->host, 0);
         h->slices = topo->min_host_size;
+        h->lost = -1;
         comm->hier = h;
     } else {
         zap_coll_topo_free(topo);
@@ -156,19 +157,27 @@ zap_status_t zap_coll_hier_stage_test(zap_comm_t *comm, zap_request_t **req)
     zap_status_t st = zap_request_test(*req, &done);
     if (!done && st == ZAP_OK)
         return ZAP_INPROGRESS;
+    const zap_coll_op_t *stage = (const zap_coll_op_t *)*req; /* a collective request is its operation's first member */
+    if (st == ZAP_ERR_PEER_FAILED && comm->hier->lost < 0)
+        comm->hier->lost = stage->culprit >= 0 ? stage->culprit : stage->comm->revoke_culprit;
     zap_request_free(*req);
     *req = NULL;
     return zap_coll_hier_stage_failed(comm, st);
 }
 
-void zap_coll_hier_abandon(zap_request_t *req)
+void zap_coll_hier_abandon(zap_comm_t *comm, zap_request_t *req)
 {
     if (req == NULL)
         return;
     /* A collective request is the operation's first member (engine/op.h). */
     zap_coll_op_t *op = (zap_coll_op_t *)req;
-    if (op->status == ZAP_INPROGRESS)
+    if (op->status == ZAP_INPROGRESS) {
         op->timed_out = true; /* what stops free from finishing a shared-memory call first */
+        if (comm->hier != NULL && comm->hier->lost >= 0) {
+            op->abandoned_for = ZAP_ERR_PEER_FAILED;
+            op->culprit = comm->hier->lost;
+        }
+    }
     zap_request_free(req);
 }
 

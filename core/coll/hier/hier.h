@@ -45,6 +45,7 @@ typedef struct zap_coll_hier {
     zap_comm_t *leaders;
     uint64_t tickets, serving;           /* turns taken, and the one whose turn it is */
     bool done[ZAP_COLL_HIER_TURNS];      /* turns given back ahead of their time (freed early) */
+    int lost;                            /* the transport rank a failed stage blamed as dead, -1: none yet */
 } zap_coll_hier_t;
 
 /* Whether comm's collectives go through the hosts' hierarchy: the setting
@@ -76,8 +77,11 @@ void zap_coll_hier_done(zap_comm_t *comm, uint64_t ticket);
  * early. A pending one is cancelled on this rank without the wait that
  * freeing a pending shared-memory call does (its peers may be gone); the
  * stage's communicator is then unusable, as is its parent's after a failed
- * operation. NULL is accepted. */
-void zap_coll_hier_abandon(zap_request_t *req);
+ * operation. Its other members learn why: where a stage of comm failed for
+ * a dead peer (zap_coll_hier_stage_test), that peer, named, so that a rank
+ * whose own stages saw nothing of it (a non-leader, say) still names it;
+ * else that it was cancelled. NULL is accepted. */
+void zap_coll_hier_abandon(zap_comm_t *comm, zap_request_t *req);
 
 /* A stage failed with st. When a peer failed, the stage may have seen a
  * survivor that already left after its own error (its leader, say, gone

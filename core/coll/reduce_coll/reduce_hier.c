@@ -52,7 +52,7 @@ _Static_assert(sizeof(reduce_hier_t) <= ZAP_COLL_ALG_STATE_BYTES, "state too lar
 static void release(zap_coll_op_t *op)
 {
     reduce_hier_t *s = (reduce_hier_t *)op->alg_state;
-    zap_coll_hier_abandon(s->req);
+    zap_coll_hier_abandon(op->comm, s->req);
     s->req = NULL;
     zap_coll_hier_give_back(op->comm, s->ticket, &s->ticketed);
 }

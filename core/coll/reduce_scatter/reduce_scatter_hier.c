@@ -53,7 +53,7 @@ _Static_assert(sizeof(rs_hier_t) <= ZAP_COLL_ALG_STATE_BYTES, "state too large")
 static void release(zap_coll_op_t *op)
 {
     rs_hier_t *s = (rs_hier_t *)op->alg_state;
-    zap_coll_hier_abandon(s->req);
+    zap_coll_hier_abandon(op->comm, s->req);
     s->req = NULL;
     zap_coll_hier_give_back(op->comm, s->ticket, &s->ticketed);
 }

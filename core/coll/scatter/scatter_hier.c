@@ -54,7 +54,7 @@ static ptrdiff_t displ_of(const zap_coll_args_t *a, int r)
 static void release(zap_coll_op_t *op)
 {
     scv_hier_t *s = (scv_hier_t *)op->alg_state;
-    zap_coll_hier_abandon(s->node);
+    zap_coll_hier_abandon(op->comm, s->node);
     s->node = NULL;
     zap_coll_hier_give_back(op->comm, s->ticket, &s->ticketed);
 }
