@@ -8,35 +8,23 @@
 #include <cstring>
 #include <vector>
 #include "mpi_harness.h"
+#include "one_host_fixture.h"
 extern "C" {
 #include "zap/coll.h"
 #include "zap/ucp.h"
 #include "coll/coll_test.h"
 }
 
+ZAP_ONE_HOST_FIXTURE_STORAGE;
+
 namespace {
 
-class ManyRanks : public ::testing::Test {
+class ManyRanks : public OneHostComm {
   protected:
-    static void SetUpTestSuite() { ASSERT_EQ(zap_ucp_transport_create(MPI_COMM_WORLD, nullptr, &t_), ZAP_OK); }
-    static void TearDownTestSuite()
-    {
-        zap_transport_close(t_);
-        t_ = nullptr;
-    }
     void SetUp() override
     {
         ASSERT_GT(MpiSize(), 8) << "run on more than 8 ranks";
-        ASSERT_EQ(zap_comm_create(t_, &comm_), ZAP_OK);
-        zap_comm_attr_t a{};
-        a.field_mask = ZAP_COMM_ATTR_SHARED_MEMORY;
-        ASSERT_EQ(zap_comm_query(comm_, &a), ZAP_OK);
-        ASSERT_TRUE(a.shared_memory) << "all ranks of this test run on one host";
-    }
-    void TearDown() override
-    {
-        zap_comm_destroy(comm_);
-        comm_ = nullptr;
+        OneHostComm::SetUp();
     }
     // Rank r's element i: fractions whose float sums round differently in
     // another order.
@@ -73,10 +61,7 @@ class ManyRanks : public ::testing::Test {
         MPI_Allreduce(&fast, &total, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
         return total;
     }
-    static zap_transport_t *t_;
-    zap_comm_t *comm_ = nullptr;
 };
-zap_transport_t *ManyRanks::t_ = nullptr;
 
 TEST_F(ManyRanks, AllreduceUpTo1KiBRidesTheSlots)
 {

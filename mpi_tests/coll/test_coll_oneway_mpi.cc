@@ -11,11 +11,14 @@
 #include <cstring>
 #include <vector>
 #include "mpi_harness.h"
+#include "one_host_fixture.h"
 extern "C" {
 #include "zap/coll.h"
 #include "zap/ucp.h"
 #include "coll/coll_test.h"
 }
+
+ZAP_ONE_HOST_FIXTURE_STORAGE;
 
 namespace {
 
@@ -23,28 +26,10 @@ namespace {
  * MPI_COMM_WORLD's ranks). */
 int ahead() { return zap_coll_test_shm_banks(MpiSize()); }
 
-class Oneway : public ::testing::Test {
+// A fresh communicator per test (OneHostComm): the mismatch tests leave
+// theirs revoked.
+class Oneway : public OneHostComm {
   protected:
-    static void SetUpTestSuite() { ASSERT_EQ(zap_ucp_transport_create(MPI_COMM_WORLD, nullptr, &t_), ZAP_OK); }
-    static void TearDownTestSuite()
-    {
-        zap_transport_close(t_);
-        t_ = nullptr;
-    }
-    // A fresh communicator per test: the mismatch tests leave theirs revoked.
-    void SetUp() override
-    {
-        ASSERT_EQ(zap_comm_create(t_, &comm_), ZAP_OK);
-        zap_comm_attr_t a{};
-        a.field_mask = ZAP_COMM_ATTR_SHARED_MEMORY;
-        ASSERT_EQ(zap_comm_query(comm_, &a), ZAP_OK);
-        ASSERT_TRUE(a.shared_memory) << "all ranks of this test run on one host";
-    }
-    void TearDown() override
-    {
-        zap_comm_destroy(comm_);
-        comm_ = nullptr;
-    }
     // An allreduce every rank must see succeed with the right sum.
     void sum_ok(int tag)
     {
@@ -64,10 +49,7 @@ class Oneway : public ::testing::Test {
         int32_t b = 0;
         EXPECT_EQ(zap_bcast(comm_, &b, 1, ZAP_DT_INT32, 0), ZAP_ERR_REVOKED) << "the communicator stays revoked";
     }
-    static zap_transport_t *t_;
-    zap_comm_t *comm_ = nullptr;
 };
-zap_transport_t *Oneway::t_ = nullptr;
 
 // The root completes ahead() broadcasts before any other rank has entered the
 // first: the others wait for a message the root sends only afterwards, so a
