@@ -201,12 +201,15 @@ int coll_zap_comm_create(coll_zap_module_t *m);
 /* The decision for a call of coll (nb: its non-blocking form) moving bytes
  * bytes as the row's thresholds define them; counts it unless it is taken. */
 coll_zap_why_t coll_zap_route_sized(const coll_zap_module_t *m, coll_zap_coll_t coll, int nb, size_t bytes);
-/* The same for a call on GPU-resident buffers (gpu true): the size window
- * does not apply. Open MPI 4.1 below without CUDA support would read device
- * memory on the CPU, and zap runs such calls GPU to GPU at every size; a
- * program must pass GPU memory on every rank of a call or on none (the
- * route then differs between ranks). */
-coll_zap_why_t coll_zap_route_kind(const coll_zap_module_t *m, coll_zap_coll_t coll, int nb, size_t bytes, bool gpu);
+/* The same for a call on buffers a and b (either NULL or MPI_IN_PLACE: none),
+ * where GPU-resident ones override the size window: Open MPI 4.1 below
+ * without CUDA support would read device memory on the CPU, and zap runs
+ * such calls GPU to GPU at every size; a program must pass GPU memory on
+ * every rank of a call or on none (the route then differs between ranks).
+ * The buffers' kind is asked only for a call the window would decline: one
+ * it takes goes to zap whatever its memory, and zap learns that itself. */
+coll_zap_why_t coll_zap_route_kind(const coll_zap_module_t *m, coll_zap_coll_t coll, int nb, size_t bytes,
+                                   const void *a, const void *b);
 /* Whether buf (not MPI_IN_PLACE) is CUDA device or managed memory. */
 bool coll_zap_gpu_memory(const void *buf);
 /* Whether buf is device memory, which the CPU cannot touch (no packing). */

@@ -34,8 +34,7 @@ static int run(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype, 
                ompi_communicator_t *comm, ompi_request_t **request, coll_zap_module_t *m)
 {
     int nb = request != NULL;
-    bool gpu = coll_zap_gpu_memory(rbuf) || coll_zap_gpu_memory(sbuf);
-    coll_zap_why_t why = coll_zap_route_kind(m, COLL_ZAP_ALLREDUCE, nb, coll_zap_bytes(dtype, count), gpu);
+    coll_zap_why_t why = coll_zap_route_kind(m, COLL_ZAP_ALLREDUCE, nb, coll_zap_bytes(dtype, count), rbuf, sbuf);
     zap_dtype_t dt = ZAP_DT_UINT8;
     zap_op_t zop = ZAP_OP_SUM;
     size_t n = 0;

@@ -99,7 +99,7 @@ void coll_zap_count(coll_zap_coll_t coll, int nb, coll_zap_why_t why)
 
 coll_zap_why_t coll_zap_route_sized(const coll_zap_module_t *m, coll_zap_coll_t coll, int nb, size_t bytes)
 {
-    return coll_zap_route_kind(m, coll, nb, bytes, false);
+    return coll_zap_route_kind(m, coll, nb, bytes, NULL, NULL);
 }
 
 bool coll_zap_gpu_memory(const void *buf)
@@ -115,7 +115,8 @@ bool coll_zap_device_memory(const void *buf)
     return buf != NULL && buf != MPI_IN_PLACE && zap_coll_ptr_kind(buf, 1) == ZAP_MEM_DEVICE;
 }
 
-coll_zap_why_t coll_zap_route_kind(const coll_zap_module_t *m, coll_zap_coll_t coll, int nb, size_t bytes, bool gpu)
+coll_zap_why_t coll_zap_route_kind(const coll_zap_module_t *m, coll_zap_coll_t coll, int nb, size_t bytes,
+                                   const void *a, const void *b)
 {
     const coll_zap_route_state_t *s = &mca_coll_zap_component.route[coll];
     coll_zap_why_t why = COLL_ZAP_TAKEN;
@@ -123,8 +124,9 @@ coll_zap_why_t coll_zap_route_kind(const coll_zap_module_t *m, coll_zap_coll_t c
         why = COLL_ZAP_STOPPED;
     else if (!s->enable || (nb && !mca_coll_zap_component.nonblocking))
         why = COLL_ZAP_OFF;
-    else if (coll_zap_routes[coll].bytes_means != NULL && !gpu &&
-             (bytes == 0 || bytes < m->min_bytes[coll] || (m->max_bytes[coll] != 0 && bytes > m->max_bytes[coll])))
+    else if (coll_zap_routes[coll].bytes_means != NULL &&
+             (bytes == 0 || bytes < m->min_bytes[coll] || (m->max_bytes[coll] != 0 && bytes > m->max_bytes[coll])) &&
+             !coll_zap_gpu_memory(a) && !coll_zap_gpu_memory(b))
         why = COLL_ZAP_SIZE;
     if (why != COLL_ZAP_TAKEN) {
         coll_zap_count(coll, nb, why);
