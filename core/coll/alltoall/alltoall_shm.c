@@ -18,9 +18,8 @@
 #include <string.h>
 
 typedef struct a2a_shm {
-    int step;
+    zap_coll_shm_exchange_t x;
     size_t blk;
-    zap_coll_shm_wait_t wait;
 } a2a_shm_t;
 _Static_assert(sizeof(a2a_shm_t) <= ZAP_COLL_ALG_STATE_BYTES, "state too large");
 
@@ -34,36 +33,34 @@ static zap_status_t small_finish(zap_coll_op_t *op)
     return ZAP_OK;
 }
 
+/* This rank's p blocks into its input area. */
+static void copy_in(zap_coll_op_t *op)
+{
+    const a2a_shm_t *s = (const a2a_shm_t *)op->alg_state;
+    const zap_coll_args_t *a = &op->args;
+    const zap_coll_shm_t *sh = op->comm->shm;
+    zap_coll_copy(op, sh->big_in + (size_t)sh->rank * sh->big_bytes, zap_a2a_in_place(a) ? a->dst : a->src,
+                  s->blk * (size_t)sh->size);
+}
+
+/* Block r of every rank's input area into place. */
+static void copy_out(zap_coll_op_t *op)
+{
+    const a2a_shm_t *s = (const a2a_shm_t *)op->alg_state;
+    const zap_coll_shm_t *sh = op->comm->shm;
+    int r = sh->rank, p = sh->size;
+    for (int i = 0; i < p; i++) { /* from the next rank on, so that p ranks do not all read rank 0 first */
+        int q = (r + i) % p;
+        zap_coll_copy(op, (char *)op->args.dst + (size_t)q * s->blk,
+                      sh->big_in + (size_t)q * sh->big_bytes + (size_t)r * s->blk, s->blk);
+    }
+}
+
 static zap_status_t large_progress(zap_coll_op_t *op)
 {
     a2a_shm_t *s = (a2a_shm_t *)op->alg_state;
-    const zap_coll_args_t *a = &op->args;
-    zap_coll_shm_t *sh = op->comm->shm;
-    int r = sh->rank, p = sh->size;
-    zap_status_t st;
-    if (s->step == 0) {
-        st = zap_coll_shm_large_turn(op, s->blk * (size_t)p);
-        if (st == ZAP_ERR_NO_MEMORY) /* no room for the area: every rank takes the next candidate */
-            return zap_coll_fall_back(op);
-        if (st != ZAP_OK)
-            return st;
-        zap_coll_copy(op, sh->big_in + (size_t)r * sh->big_bytes, zap_a2a_in_place(a) ? a->dst : a->src,
-                      s->blk * (size_t)p);
-        zap_coll_shm_in_publish(op, &s->wait, 0);
-        s->step = 1;
-    }
-    if (s->step == 1) {
-        if ((st = zap_coll_shm_in_wait(op, &s->wait)) != ZAP_OK)
-            return st;
-        for (int i = 0; i < p; i++) { /* from the next rank on, so that p ranks do not all read rank 0 first */
-            int q = (r + i) % p;
-            zap_coll_copy(op, (char *)a->dst + (size_t)q * s->blk,
-                          sh->big_in + (size_t)q * sh->big_bytes + (size_t)r * s->blk, s->blk);
-        }
-        zap_coll_shm_fin_publish(op, &s->wait);
-        s->step = 2;
-    }
-    return zap_coll_shm_fin_wait(op, &s->wait);
+    zap_status_t st = zap_coll_shm_exchange(op, &s->x, s->blk * (size_t)op->comm->size, 0, copy_in, copy_out);
+    return st == ZAP_ERR_NO_MEMORY ? zap_coll_fall_back(op) : st; /* no room for the area: every rank alike */
 }
 
 zap_status_t zap_alltoall_shm_init(zap_coll_op_t *op)

@@ -28,8 +28,7 @@
 #include <string.h>
 
 typedef struct rs_shm {
-    int step;
-    zap_coll_shm_wait_t wait;
+    zap_coll_shm_exchange_t x;
 } rs_shm_t;
 _Static_assert(sizeof(rs_shm_t) <= ZAP_COLL_ALG_STATE_BYTES, "state too large");
 
@@ -74,37 +73,28 @@ static zap_status_t small_finish(zap_coll_op_t *op)
     return ZAP_OK;
 }
 
+/* This rank's input into its input area, but for its own part where direct. */
+static void copy_in(zap_coll_op_t *op)
+{
+    const zap_coll_args_t *a = &op->args;
+    const zap_coll_shm_t *sh = op->comm->shm;
+    unsigned char *in = sh->big_in + (size_t)sh->rank * sh->big_bytes;
+    size_t es = zap_dtype_size(a->dt), off = 0, len = 0; /* the part not copied where direct */
+    if (direct(op)) {
+        off = zap_rs_offset(a, sh->rank) * es;
+        len = zap_rs_count(a, sh->rank) * es;
+    }
+    zap_coll_copy(op, in, a->src, off);
+    zap_coll_copy(op, in + off + len, (const unsigned char *)a->src + off + len, a->bytes - off - len);
+}
+
+static void reduce_from_areas(zap_coll_op_t *op) { reduce_part(op, area_or_own_in); }
+
 static zap_status_t large_progress(zap_coll_op_t *op)
 {
     rs_shm_t *s = (rs_shm_t *)op->alg_state;
-    const zap_coll_args_t *a = &op->args;
-    zap_coll_shm_t *sh = op->comm->shm;
-    zap_status_t st;
-    if (s->step == 0) {
-        st = zap_coll_shm_large_turn(op, a->bytes);
-        if (st == ZAP_ERR_NO_MEMORY) /* no room for the area: every rank takes the next candidate */
-            return zap_coll_fall_back(op);
-        if (st != ZAP_OK)
-            return st;
-        unsigned char *in = sh->big_in + (size_t)sh->rank * sh->big_bytes;
-        size_t es = zap_dtype_size(a->dt), off = 0, len = 0; /* the part not copied where direct */
-        if (direct(op)) {
-            off = zap_rs_offset(a, sh->rank) * es;
-            len = zap_rs_count(a, sh->rank) * es;
-        }
-        zap_coll_copy(op, in, a->src, off);
-        zap_coll_copy(op, in + off + len, (const unsigned char *)a->src + off + len, a->bytes - off - len);
-        zap_coll_shm_in_publish(op, &s->wait, 0);
-        s->step = 1;
-    }
-    if (s->step == 1) {
-        if ((st = zap_coll_shm_in_wait(op, &s->wait)) != ZAP_OK)
-            return st;
-        reduce_part(op, area_or_own_in);
-        zap_coll_shm_fin_publish(op, &s->wait);
-        s->step = 2;
-    }
-    return zap_coll_shm_fin_wait(op, &s->wait);
+    zap_status_t st = zap_coll_shm_exchange(op, &s->x, op->args.bytes, 0, copy_in, reduce_from_areas);
+    return st == ZAP_ERR_NO_MEMORY ? zap_coll_fall_back(op) : st; /* no room for the area: every rank alike */
 }
 
 zap_status_t zap_reduce_scatter_shm_init(zap_coll_op_t *op)

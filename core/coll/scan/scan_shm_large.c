@@ -25,9 +25,8 @@
 #include <string.h>
 
 typedef struct scan_large {
-    int step; /* 0: waiting for the turn, 1: for the ranks below, 2: for every fin */
+    zap_coll_shm_exchange_t x;
     bool own_in_area; /* this rank reads its own vector from its input area */
-    zap_coll_shm_wait_t wait;
 } scan_large_t;
 _Static_assert(sizeof(scan_large_t) <= ZAP_COLL_ALG_STATE_BYTES, "state too large");
 
@@ -35,8 +34,9 @@ static const unsigned char *input(const zap_coll_shm_t *sh, int q) { return sh->
 
 /* Step 2: the prefix into recvbuf (or scratch copied over, where recvbuf
  * is not host memory). */
-static void combine(zap_coll_op_t *op, const scan_large_t *s)
+static void combine(zap_coll_op_t *op)
 {
+    const scan_large_t *s = (const scan_large_t *)op->alg_state;
     const zap_coll_args_t *a = &op->args;
     const zap_coll_shm_t *sh = op->comm->shm;
     int r = sh->rank;
@@ -58,33 +58,23 @@ static void combine(zap_coll_op_t *op, const scan_large_t *s)
         zap_coll_copy(op, a->dst, out, a->bytes);
 }
 
+/* Step 1: this rank's vector into its input area, where a rank above reads
+ * it there (every rank but the last) or this one does (own_in_area). */
+static void copy_in(zap_coll_op_t *op)
+{
+    const scan_large_t *s = (const scan_large_t *)op->alg_state;
+    const zap_coll_shm_t *sh = op->comm->shm;
+    if (sh->rank < sh->size - 1 || s->own_in_area)
+        zap_coll_copy(op, sh->big_in + (size_t)sh->rank * sh->big_bytes, op->args.src, op->args.bytes);
+}
+
 static zap_status_t large_progress(zap_coll_op_t *op)
 {
     scan_large_t *s = (scan_large_t *)op->alg_state;
-    const zap_coll_args_t *a = &op->args;
-    zap_coll_shm_t *sh = op->comm->shm;
-    int r = sh->rank;
-    zap_status_t st;
-    if (s->step == 0) {
-        st = zap_coll_shm_large_turn(op, a->bytes);
-        if (st == ZAP_ERR_NO_MEMORY) /* no room for the area: every rank takes the next candidate */
-            return zap_coll_fall_back(op);
-        if (st != ZAP_OK)
-            return st;
-        if (r < sh->size - 1 || s->own_in_area)
-            zap_coll_copy(op, sh->big_in + (size_t)r * sh->big_bytes, a->src, a->bytes);
-        /* The ranks below this one only. */
-        zap_coll_shm_in_publish(op, &s->wait, zap_coll_shm_all_ranks(sh) & ~((UINT64_C(1) << r) - 1));
-        s->step = 1;
-    }
-    if (s->step == 1) {
-        if ((st = zap_coll_shm_in_wait(op, &s->wait)) != ZAP_OK)
-            return st;
-        combine(op, s);
-        zap_coll_shm_fin_publish(op, &s->wait);
-        s->step = 2;
-    }
-    return zap_coll_shm_fin_wait(op, &s->wait);
+    const zap_coll_shm_t *sh = op->comm->shm;
+    uint64_t not_below = zap_coll_shm_all_ranks(sh) & ~((UINT64_C(1) << sh->rank) - 1); /* waits for ranks below only */
+    zap_status_t st = zap_coll_shm_exchange(op, &s->x, op->args.bytes, not_below, copy_in, combine);
+    return st == ZAP_ERR_NO_MEMORY ? zap_coll_fall_back(op) : st; /* no room for the area: every rank alike */
 }
 
 zap_status_t zap_scan_shm_large_init(zap_coll_op_t *op)

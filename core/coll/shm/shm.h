@@ -267,18 +267,23 @@ size_t zap_coll_shm_large_chunk(zap_coll_op_t *op, bool agreed);
  * each wait costs the turns of descheduled ranks. Every rank decides alike
  * (the oversubscription is agreed at the setup). */
 size_t zap_coll_shm_sync_chunk(zap_coll_op_t *op, bool agreed);
-/* The end of op's large exchange for the forms that return only once every
- * rank is done with the area (until then another rank may still read this
- * one's input area): _publish stores this rank's fin_seq and resets w;
- * _wait polls every rank's, ZAP_OK once all hold it (the exchange is then
- * done here), else as zap_coll_shm_gather. */
-void zap_coll_shm_fin_publish(zap_coll_op_t *op, zap_coll_shm_wait_t *w);
-zap_status_t zap_coll_shm_fin_wait(zap_coll_op_t *op, zap_coll_shm_wait_t *w);
-/* The same for the input: _publish stores this rank's in_seq of op's large
- * exchange (chunk 0) and starts w with the ranks in seen taken as seen
- * already (0: wait for every rank); _wait polls the others'. */
-void zap_coll_shm_in_publish(zap_coll_op_t *op, zap_coll_shm_wait_t *w, uint64_t seen);
-zap_status_t zap_coll_shm_in_wait(zap_coll_op_t *op, zap_coll_shm_wait_t *w);
+/* One whole large exchange, as the area forms of reduce_scatter, alltoall
+ * and scan run it (x: in the algorithm's state, zeroed before the first
+ * call; call again on ZAP_INPROGRESS):
+ *   1. the turn, reserving reserve bytes per rank; copy_in puts what this
+ *      rank's input gives the others into its input area; in_seq published;
+ *   2. once every rank not in seen (0: every rank) has published its own,
+ *      body reads the areas; fin_seq published;
+ *   3. ZAP_OK once every rank's fin_seq holds (until then another rank may
+ *      still read this one's input area).
+ * ZAP_ERR_NO_MEMORY: no room for the area, on every rank alike (the caller
+ * takes its next candidate, zap_coll_fall_back); else as zap_coll_shm_gather. */
+typedef struct zap_coll_shm_exchange {
+    int step;
+    zap_coll_shm_wait_t wait;
+} zap_coll_shm_exchange_t;
+zap_status_t zap_coll_shm_exchange(zap_coll_op_t *op, zap_coll_shm_exchange_t *x, size_t reserve, uint64_t seen,
+                                   void (*copy_in)(zap_coll_op_t *op), void (*body)(zap_coll_op_t *op));
 /* Copies n elements from from + from_first to to + to_first (one of them a
  * user buffer, the other the large area), through zap_coll_copy, without
  * elements [lo, hi) of the range where skip: a block its rank moves itself. */

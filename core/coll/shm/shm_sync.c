@@ -149,35 +149,34 @@ size_t zap_coll_shm_sync_chunk(zap_coll_op_t *op, bool agreed)
     return chunk;
 }
 
-void zap_coll_shm_fin_publish(zap_coll_op_t *op, zap_coll_shm_wait_t *w)
+zap_status_t zap_coll_shm_exchange(zap_coll_op_t *op, zap_coll_shm_exchange_t *x, size_t reserve, uint64_t seen,
+                                   void (*copy_in)(zap_coll_op_t *op), void (*body)(zap_coll_op_t *op))
 {
     zap_coll_shm_t *s = op->comm->shm;
-    atomic_store_explicit(&s->ctl[s->rank].fin_seq, zap_coll_shm_fin(op->shm_big_seq), memory_order_release);
-    *w = (zap_coll_shm_wait_t){0, 0, 0};
-}
-
-zap_status_t zap_coll_shm_fin_wait(zap_coll_op_t *op, zap_coll_shm_wait_t *w)
-{
-    zap_coll_shm_t *s = op->comm->shm;
+    zap_status_t st;
+    if (x->step == 0) {
+        if ((st = zap_coll_shm_large_turn(op, reserve)) != ZAP_OK)
+            return st;
+        copy_in(op);
+        atomic_store_explicit(&s->ctl[s->rank].in_seq, zap_coll_shm_tag(op->shm_big_seq, 0), memory_order_release);
+        x->wait = (zap_coll_shm_wait_t){seen, 0, 0};
+        x->step = 1;
+    }
     uint64_t k = op->shm_big_seq;
-    zap_status_t st = zap_coll_shm_gather(op, &s->ctl[0].fin_seq, sizeof(s->ctl[0]), zap_coll_shm_fin(k), true, w);
-    if (st != ZAP_OK)
+    if (x->step == 1) {
+        if ((st = zap_coll_shm_gather(op, &s->ctl[0].in_seq, sizeof(s->ctl[0]), zap_coll_shm_tag(k, 0), true,
+                                      &x->wait)) != ZAP_OK)
+            return st;
+        body(op);
+        atomic_store_explicit(&s->ctl[s->rank].fin_seq, zap_coll_shm_fin(k), memory_order_release);
+        x->wait = (zap_coll_shm_wait_t){0, 0, 0};
+        x->step = 2;
+    }
+    if ((st = zap_coll_shm_gather(op, &s->ctl[0].fin_seq, sizeof(s->ctl[0]), zap_coll_shm_fin(k), true,
+                                  &x->wait)) != ZAP_OK)
         return st;
     s->big_done = k;
     return ZAP_OK;
-}
-
-void zap_coll_shm_in_publish(zap_coll_op_t *op, zap_coll_shm_wait_t *w, uint64_t seen)
-{
-    zap_coll_shm_t *s = op->comm->shm;
-    atomic_store_explicit(&s->ctl[s->rank].in_seq, zap_coll_shm_tag(op->shm_big_seq, 0), memory_order_release);
-    *w = (zap_coll_shm_wait_t){seen, 0, 0};
-}
-
-zap_status_t zap_coll_shm_in_wait(zap_coll_op_t *op, zap_coll_shm_wait_t *w)
-{
-    zap_coll_shm_t *s = op->comm->shm;
-    return zap_coll_shm_gather(op, &s->ctl[0].in_seq, sizeof(s->ctl[0]), zap_coll_shm_tag(op->shm_big_seq, 0), true, w);
 }
 
 void zap_coll_shm_copy_but(const zap_coll_op_t *op, unsigned char *to, size_t to_first, const unsigned char *from,
