@@ -1,8 +1,9 @@
-// A fixture for tests whose ranks all run on one host: one UCX transport
-// over MPI_COMM_WORLD for the suite, and a fresh communicator per test that
+// Fixtures for the collective tests between processes: WorldTransport, one
+// UCX transport over MPI_COMM_WORLD for the suite; OneHostComm, for tests
+// whose ranks all run on one host, adds a fresh communicator per test that
 // must have its shared-memory segment (a test may leave its own revoked).
-// Derived suites add their helpers; each defines OneHostComm's transport
-// once per program (ZAP_ONE_HOST_FIXTURE_STORAGE in one translation unit).
+// Derived suites add their helpers; each program defines the transport once
+// (ZAP_ONE_HOST_FIXTURE_STORAGE in one translation unit).
 #ifndef ZAP_MPI_TESTS_ONE_HOST_FIXTURE_H
 #define ZAP_MPI_TESTS_ONE_HOST_FIXTURE_H
 #include <gtest/gtest.h>
@@ -12,7 +13,7 @@ extern "C" {
 #include "zap/ucp.h"
 }
 
-class OneHostComm : public ::testing::Test {
+class WorldTransport : public ::testing::Test {
   protected:
     static void SetUpTestSuite() { ASSERT_EQ(zap_ucp_transport_create(MPI_COMM_WORLD, nullptr, &t_), ZAP_OK); }
     static void TearDownTestSuite()
@@ -20,6 +21,11 @@ class OneHostComm : public ::testing::Test {
         zap_transport_close(t_);
         t_ = nullptr;
     }
+    static zap_transport_t *t_;
+};
+
+class OneHostComm : public WorldTransport {
+  protected:
     void SetUp() override
     {
         ASSERT_EQ(zap_comm_create(t_, &comm_), ZAP_OK);
@@ -33,9 +39,8 @@ class OneHostComm : public ::testing::Test {
         zap_comm_destroy(comm_);
         comm_ = nullptr;
     }
-    static zap_transport_t *t_;
     zap_comm_t *comm_ = nullptr;
 };
 
-#define ZAP_ONE_HOST_FIXTURE_STORAGE zap_transport_t *OneHostComm::t_ = nullptr
+#define ZAP_ONE_HOST_FIXTURE_STORAGE zap_transport_t *WorldTransport::t_ = nullptr
 #endif

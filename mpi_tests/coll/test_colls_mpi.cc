@@ -14,10 +14,13 @@
 #include <string>
 #include <vector>
 #include "mpi_harness.h"
+#include "one_host_fixture.h"
 extern "C" {
 #include "zap/coll.h"
 #include "zap/ucp.h"
 }
+
+ZAP_ONE_HOST_FIXTURE_STORAGE;
 
 namespace {
 
@@ -147,17 +150,7 @@ bool same(zap_dtype_t dt, const void *a, const void *b, size_t count, size_t *ba
     return true;
 }
 
-class CollsMpi : public ::testing::Test {
-  protected:
-    static void SetUpTestSuite() { ASSERT_EQ(zap_ucp_transport_create(MPI_COMM_WORLD, nullptr, &t_), ZAP_OK); }
-    static void TearDownTestSuite()
-    {
-        zap_transport_close(t_);
-        t_ = nullptr;
-    }
-    static zap_transport_t *t_;
-};
-zap_transport_t *CollsMpi::t_ = nullptr;
+class CollsMpi : public WorldTransport {};
 
 // A communicator with coll's algorithm forced (auto: the selection).
 struct Comm {
