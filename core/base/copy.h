@@ -1,12 +1,12 @@
 /* Byte copies of collectives' data (user buffers, shared areas, scratch):
  * memcpy, except where the destination lies 1 to 63 bytes past the source
  * within a 4 KiB page. There the C library's large-copy path (rep movsb) runs
- * at a small fraction of its usual speed on some CPUs (AMD Zen with glibc
- * 2.36: under 3 GB/s against over 40), and that offset is the common case of
- * copying out of a page-aligned shared area into malloc's buffers, which
- * start 16 bytes into a page. copy.c copies those with vector loads and
- * stores instead, on the CPUs where that is faster (on an Intel Xeon with
- * glibc 2.39, memcpy keeps 70-100 GB/s there, the loop 30-40). */
+ * at a small fraction of its usual speed on AMD's cores, and that offset is
+ * the common case of copying out of a page-aligned shared area into malloc's
+ * buffers, which start 16 bytes into a page. copy.c copies those with vector
+ * loads and stores instead, on the CPUs where that is faster (Intel's keep
+ * memcpy's speed there, above the loop's). docs/collectives.md, "Copies",
+ * has the figures; zap-perf copy measures both on the machine at hand. */
 #ifndef ZAP_BASE_COPY_H
 #define ZAP_BASE_COPY_H
 #include <stddef.h>

@@ -11,10 +11,10 @@
 #include "coll/shm/shm.h"
 
 /* Beyond 8 ranks each rank reducing all p slots costs more than its 1/p of
- * the vector through the large area, with the area's two waits, from 2 KiB:
- * on 16 ranks of the h200 a 2 KiB vector took 9.9-10.6 us in the slots, a 4
- * KiB one 6.7-7.5 us through the area. Up to 8 ranks the GPU path's rows
- * apply, and their agreement counts on the slots' bound (agrees_in_data). */
+ * the vector through the large area, with the area's two waits, from 2 KiB
+ * (docs/collectives.md, the allreduce's shm row, has the figures). Up to 8
+ * ranks the GPU path's rows apply, and their agreement counts on the slots'
+ * bound (agrees_in_data). */
 size_t zap_allreduce_shm_slot_bytes(int p) { return p > 8 ? (size_t)1024 : ZAP_COLL_SHM_PAYLOAD; }
 
 zap_status_t zap_allreduce_shm_init(zap_coll_op_t *op)

@@ -601,7 +601,8 @@ static void free_op(zap_coll_op_t *op, bool may_drain)
         (op->kind == ZAP_COLL_ALLREDUCE || op->kind == ZAP_COLL_BCAST) && in_shared_memory(op))
         drain(op);
     /* Cancelled on this rank: the others, which may wait for its messages,
-     * fail it too instead of waiting for ever. */
+     * fail it too instead of waiting for ever, told why (a parent that gave
+     * it up for a lost peer names that peer: abandoned_for). */
     if (op->active && op->status == ZAP_INPROGRESS)
         revoke(op, op->abandoned_for != ZAP_OK ? op->abandoned_for : ZAP_ERR_CANCELED);
     if (op->active)
