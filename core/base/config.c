@@ -150,14 +150,14 @@ static const cfg_row_t rows[] = {
                                "Alltoall and alltoallv algorithm of communicators made from now on "
                                "(zap_comm_params_t.alltoall_alg overrides; bruck and cma serve alltoall only)."},
                               CFG_CHOICE, "auto|pairwise|bruck|linear|shm|cma", 0, 0},
-    [ZAP_CFG_SCAN_ALG] = {{"ZAP_SCAN_ALG", "auto", "auto|rd|linear|shm",
+    [ZAP_CFG_SCAN_ALG] = {{"ZAP_SCAN_ALG", "auto", "auto|rd|linear|shm|blocks|chain",
                            "Scan (inclusive prefix) algorithm of communicators made from now on "
                            "(zap_comm_params_t.scan_alg overrides)."},
-                          CFG_CHOICE, "auto|rd|linear|shm", 0, 0},
-    [ZAP_CFG_EXSCAN_ALG] = {{"ZAP_EXSCAN_ALG", "auto", "auto|rd|linear|shm",
+                          CFG_CHOICE, "auto|rd|linear|shm|blocks|chain", 0, 0},
+    [ZAP_CFG_EXSCAN_ALG] = {{"ZAP_EXSCAN_ALG", "auto", "auto|rd|linear|shm|blocks|chain",
                              "Exscan (exclusive prefix) algorithm of communicators made from now on "
                              "(zap_comm_params_t.exscan_alg overrides)."},
-                            CFG_CHOICE, "auto|rd|linear|shm", 0, 0},
+                            CFG_CHOICE, "auto|rd|linear|shm|blocks|chain", 0, 0},
     [ZAP_CFG_COLL_HIER] = {{"ZAP_COLL_HIER", "auto", "auto|off",
                             "Communicators whose ranks are on several hosts with more than one rank on some "
                             "host: collectives agree and move data through the hosts' hierarchy (a host's ranks "

@@ -174,7 +174,7 @@ struct Comm {
 
 const char *const kReduceAlgs[] = {"auto", "binomial", "rabenseifner", "shm", "cma"};
 const char *const kRsAlgs[] = {"auto", "rhalving", "ring", "shm", "cma"};
-const char *const kScanAlgs[] = {"auto", "rd", "linear", "shm"};
+const char *const kScanAlgs[] = {"auto", "rd", "linear", "shm", "blocks", "chain"};
 const char *const kGatherAlgs[] = {"auto", "linear", "binomial", "shm"};
 const char *const kA2aAlgs[] = {"auto", "pairwise", "bruck", "linear", "shm", "cma"};
 

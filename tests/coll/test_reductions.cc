@@ -328,8 +328,8 @@ TEST(Reductions, SettingsNameTheTablesAlgorithms)
         {"ZAP_REDUCE_SCATTER_ALG", "auto|rhalving|ring|shm|cma|hier"},
         {"ZAP_GATHER_ALG", "auto|linear|binomial|shm|hier"},
         {"ZAP_ALLTOALL_ALG", "auto|pairwise|bruck|linear|shm|cma"},
-        {"ZAP_SCAN_ALG", "auto|rd|linear|shm"},
-        {"ZAP_EXSCAN_ALG", "auto|rd|linear|shm"}};
+        {"ZAP_SCAN_ALG", "auto|rd|linear|shm|blocks|chain"},
+        {"ZAP_EXSCAN_ALG", "auto|rd|linear|shm|blocks|chain"}};
     for (auto [name, accepted] : settings) {
         const zap_config_entry_t *e = nullptr;
         for (size_t i = 0; i < zap_config_count(); i++)

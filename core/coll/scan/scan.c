@@ -8,6 +8,11 @@
  *   shm     the vectors ride the agreement's shared-memory slots, or above
  *           4032 bytes the segment's large area; each rank reduces the ones
  *           below it (one host).
+ *   blocks  the segment's large area, each rank folding one block of the
+ *           vector across all ranks (one host): the last rank's cost does
+ *           not grow with p.
+ *   chain   the segment's large area, a chain r-1 -> r pipelined in chunks
+ *           of about n/p: one reduction per rank, waits on one neighbour.
  * Every one combines in rank order, so every op runs on each. */
 #include "coll/scan/scan.h"
 #include "coll/comm_impl.h"
@@ -29,30 +34,44 @@ static const zap_coll_alg_t algs[ZAP_SC_NALGS] = {
     [ZAP_SC_SHM] = {.name = "shm", .description = "the vectors in the shared segment's slots or large area, each rank reduces",
                     .init = zap_scan_shm_init, .require = ZAP_COLL_PRED_SAME_HOST | ZAP_COLL_PRED_FITS_SHM,
                     .agrees_in_data = ZAP_COLL_SHM_MAX_BYTES, .by_name = true},
+    [ZAP_SC_BLOCKS] = {.name = "blocks",
+                       .description = "the segment's large area, each rank folds one block of the vector over all ranks",
+                       .init = zap_scan_shm_blocks_init, .require = ZAP_COLL_PRED_SAME_HOST | ZAP_COLL_PRED_FITS_SHM,
+                       .by_name = true},
+    [ZAP_SC_CHAIN] = {.name = "chain",
+                      .description = "the segment's large area, a chain through the ranks pipelined in chunks",
+                      .init = zap_scan_shm_chain_init, .require = ZAP_COLL_PRED_SAME_HOST, /* the area wraps */
+                      .by_name = true},
 };
 
 static const zap_coll_row_t rows[] = {
     {ZAP_SC_SHM, 2, ZAP_COLL_SHM_MAX_RANKS, 0, ZAP_COLL_SHM_MAX_BYTES + 1, 0, 0,
      "one host, up to a slot: the agreement carries the vectors"},
-    {ZAP_SC_SHM, 2, 4, ZAP_COLL_SHM_MAX_BYTES + 1, SIZE_MAX, 0, 0,
-     "one host, up to 4 ranks, above a slot: each rank reduces at most 3 others' vectors from the large area"},
-    {ZAP_SC_SHM, 5, ZAP_COLL_SHM_MAX_RANKS, ZAP_COLL_SHM_MAX_BYTES + 1, KiB(64) + 1, 0, 0,
-     "one host, small vectors above a slot: each rank reduces the ones below it from the large area"},
+    {ZAP_SC_SHM, 2, 4, ZAP_COLL_SHM_MAX_BYTES + 1, KiB(256) + 1, ZAP_COLL_PRED_OVERSUBSCRIBED, 0,
+     "one host, up to 4 ranks sharing cores, above a slot to 256 KiB: each reduces the ones below it"},
+    {ZAP_SC_BLOCKS, 2, 4, KiB(256) + 1, SIZE_MAX, ZAP_COLL_PRED_OVERSUBSCRIBED, 0,
+     "one host, up to 4 ranks sharing cores, above 256 KiB: each rank folds one block (no waits in a chain)"},
+    {ZAP_SC_CHAIN, 2, 4, ZAP_COLL_SHM_MAX_BYTES + 1, SIZE_MAX, 0, 0,
+     "one host, up to 4 ranks, above a slot: a chain through the large area, pipelined in chunks"},
+    {ZAP_SC_BLOCKS, 5, ZAP_COLL_SHM_MAX_RANKS, ZAP_COLL_SHM_MAX_BYTES + 1, KiB(32) + 1, 0, 0,
+     "one host, 5 ranks or more, above a slot to 32 KiB: each rank folds one block over all ranks"},
+    {ZAP_SC_CHAIN, 5, ZAP_COLL_SHM_MAX_RANKS, KiB(32) + 1, SIZE_MAX, 0, 0,
+     "one host, 5 ranks or more, above 32 KiB: a chain through the large area, pipelined in chunks"},
     {ZAP_SC_RD, 1, INT32_MAX, 0, KiB(64), 0, 0, "log2(p) rounds of the whole vector"},
     {ZAP_SC_LINEAR, 1, INT32_MAX, KiB(64), SIZE_MAX, 0, 0, "every rank sends the vector once, pipelined"},
 };
 
-static zap_coll_form_t scan_form(const zap_comm_t *comm)
+/* The shared segment's agreement under the automatic choice and the forms
+ * that use the segment; else recursive doubling. */
+static zap_coll_form_t form_of(const zap_comm_t *comm, int f)
 {
-    int f = comm->set.alg[ZAP_COLL_SCAN];
-    return comm->shm != NULL && (f < 0 || f == ZAP_SC_SHM) ? ZAP_COLL_FORM_SHM : ZAP_COLL_FORM_RD;
+    bool shm_alg = f < 0 || f == ZAP_SC_SHM || f == ZAP_SC_BLOCKS || f == ZAP_SC_CHAIN;
+    return comm->shm != NULL && shm_alg ? ZAP_COLL_FORM_SHM : ZAP_COLL_FORM_RD;
 }
 
-static zap_coll_form_t exscan_form(const zap_comm_t *comm)
-{
-    int f = comm->set.alg[ZAP_COLL_EXSCAN];
-    return comm->shm != NULL && (f < 0 || f == ZAP_SC_SHM) ? ZAP_COLL_FORM_SHM : ZAP_COLL_FORM_RD;
-}
+static zap_coll_form_t scan_form(const zap_comm_t *comm) { return form_of(comm, comm->set.alg[ZAP_COLL_SCAN]); }
+
+static zap_coll_form_t exscan_form(const zap_comm_t *comm) { return form_of(comm, comm->set.alg[ZAP_COLL_EXSCAN]); }
 
 const zap_coll_desc_t zap_scan_desc = {
     .name = "scan",

@@ -7,12 +7,14 @@
 
 /* Indices in both tables, in ZAP_SCAN_ALG's and ZAP_EXSCAN_ALG's order after
  * "auto". */
-enum { ZAP_SC_RD, ZAP_SC_LINEAR, ZAP_SC_SHM, ZAP_SC_NALGS };
+enum { ZAP_SC_RD, ZAP_SC_LINEAR, ZAP_SC_SHM, ZAP_SC_BLOCKS, ZAP_SC_CHAIN, ZAP_SC_NALGS };
 
 zap_status_t zap_scan_rd_init(zap_coll_op_t *op);     /* scan_rd.c */
 zap_status_t zap_scan_linear_init(zap_coll_op_t *op); /* scan_linear.c */
 zap_status_t zap_scan_shm_init(zap_coll_op_t *op);    /* scan_shm.c: up to a slot */
 zap_status_t zap_scan_shm_large_init(zap_coll_op_t *op); /* scan_shm_large.c: the large area */
+zap_status_t zap_scan_shm_blocks_init(zap_coll_op_t *op); /* scan_shm_blocks.c: the large area, a block per rank */
+zap_status_t zap_scan_shm_chain_init(zap_coll_op_t *op);  /* scan_shm_chain.c: the large area, a pipelined chain */
 /* The fast form of the shared-memory scan and exscan up to a slot
  * (scan_shm.c, engine/fast.h). */
 bool zap_scan_shm_fast_setup(const zap_comm_t *comm, const zap_coll_args_t *a, zap_coll_shm_fast_t *f);
