@@ -81,11 +81,11 @@ const coll_zap_route_t coll_zap_routes[COLL_ZAP_NCOLLS] = {
     [COLL_ZAP_ALLTOALLV] = {"alltoallv", NULL, (coll_zap_fn_t)coll_zap_alltoallv, (coll_zap_fn_t)coll_zap_ialltoallv,
                             SLOT(alltoallv), SLOT(ialltoallv), PREV(alltoallv), PREV(ialltoallv), "0", "0", true},
     [COLL_ZAP_SCAN] = {"scan", "bytes of the vector (count x type size)", (coll_zap_fn_t)coll_zap_scan,
-                       (coll_zap_fn_t)coll_zap_iscan, SLOT(scan), SLOT(iscan), PREV(scan), PREV(iscan), "2:64k,4:64m",
+                       (coll_zap_fn_t)coll_zap_iscan, SLOT(scan), SLOT(iscan), PREV(scan), PREV(iscan), "2:512,16:256k",
                        "0", true},
     [COLL_ZAP_EXSCAN] = {"exscan", "bytes of the vector (count x type size)", (coll_zap_fn_t)coll_zap_exscan,
                          (coll_zap_fn_t)coll_zap_iexscan, SLOT(exscan), SLOT(iexscan), PREV(exscan), PREV(iexscan),
-                         "2:64k,4:64m", "0", true},
+                         "2:512,8:128k,16:1m", "0", true},
 };
 
 static const char *const why_names[COLL_ZAP_NWHY] = {"zap", "off", "size", "type_op", "stopped"};

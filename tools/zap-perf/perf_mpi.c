@@ -20,8 +20,8 @@
  *   - wrong: the last streaming result and every latency result checked on
  *     both communicators (float sums of small integers: exact in any order);
  *   - speedup = ompi time / zap time (above 1: the component is faster).
- * Sizes: allreduce, reduce and bcast move SIZE bytes (float32 for the
- * reductions, bytes for bcast); allgather, alltoall and scatter move SIZE
+ * Sizes: allreduce, reduce, scan, exscan and bcast move SIZE bytes (float32
+ * for the reductions, bytes for bcast); allgather, alltoall and scatter move SIZE
  * bytes per rank block (OSU's convention), skipped where a rank's buffer would
  * pass --max-total; barrier has one row. After each operation's sizes, a
  * "suggest" line gives the smallest size from which the component's latency
@@ -34,9 +34,14 @@
 #include <string.h>
 #include "perf_common.h"
 
-typedef enum { M_ALLREDUCE, M_BCAST, M_REDUCE, M_ALLGATHER, M_ALLTOALL, M_SCATTER, M_BARRIER, M_NOPS } mop_t;
-static const char *const op_names[M_NOPS] = {"allreduce", "bcast",   "reduce", "allgather",
-                                             "alltoall",  "scatter", "barrier"};
+typedef enum {
+    M_ALLREDUCE, M_BCAST, M_REDUCE, M_ALLGATHER, M_ALLTOALL, M_SCATTER, M_SCAN, M_EXSCAN, M_BARRIER, M_NOPS
+} mop_t;
+static const char *const op_names[M_NOPS] = {"allreduce", "bcast",   "reduce", "allgather", "alltoall",
+                                             "scatter",   "scan",    "exscan", "barrier"};
+
+/* Float sums of small integers into recvbuf (out of place). */
+static int reduction(mop_t op) { return op == M_ALLREDUCE || op == M_REDUCE || op == M_SCAN || op == M_EXSCAN; }
 
 typedef struct {
     size_t min, max, max_total;
@@ -51,7 +56,7 @@ static void usage(void)
 {
     fprintf(stderr,
             "usage: mpirun -np N [--mca coll_zap_priority 40 ...] zap-perf mpi\n"
-            "           [--op allreduce,bcast,reduce,allgather,alltoall,scatter,barrier]\n"
+            "           [--op allreduce,bcast,reduce,allgather,alltoall,scatter,scan,exscan,barrier]\n"
             "           [--min SIZE] [--max SIZE] [--max-total SIZE] [--iters N] [--reps N] [--csv FILE]\n"
             "  sizes in bytes (K, M, G: powers of 1024); defaults --min 8 --max 64M --max-total 256M --reps 5;\n"
             "  --iters default by size (1000 below 64K ... 10 from 16M); allgather/alltoall: SIZE per rank block\n");
@@ -125,6 +130,8 @@ static void run_once(const call_t *c, MPI_Comm comm)
     case M_ALLGATHER: MPI_Allgather(c->send, n, MPI_BYTE, c->recv, n, MPI_BYTE, comm); break;
     case M_ALLTOALL: MPI_Alltoall(c->send, n, MPI_BYTE, c->recv, n, MPI_BYTE, comm); break;
     case M_SCATTER: MPI_Scatter(c->send, n, MPI_BYTE, c->recv, n, MPI_BYTE, 0, comm); break;
+    case M_SCAN: MPI_Scan(c->send, c->recv, n / 4, MPI_FLOAT, MPI_SUM, comm); break;
+    case M_EXSCAN: MPI_Exscan(c->send, c->recv, n / 4, MPI_FLOAT, MPI_SUM, comm); break;
     case M_BARRIER: MPI_Barrier(comm); break;
     default: break;
     }
@@ -134,7 +141,7 @@ static void run_once(const call_t *c, MPI_Comm comm)
  * the bcast root's are (i * 5) & 0xff. */
 static void prepare(const call_t *c)
 {
-    if (c->op == M_ALLREDUCE || c->op == M_REDUCE) {
+    if (reduction(c->op)) {
         float *f = (float *)c->send;
         for (size_t i = 0; i < c->bytes / 4; i++)
             f[i] = (float)((i + (size_t)g_rank) % 16);
@@ -153,11 +160,14 @@ static long check(const call_t *c)
     switch (c->op) {
     case M_ALLREDUCE:
     case M_REDUCE:
-        if (c->op == M_REDUCE && g_rank != 0)
-            break;
+    case M_SCAN:
+    case M_EXSCAN:
+        if ((c->op == M_REDUCE && g_rank != 0) || (c->op == M_EXSCAN && g_rank == 0))
+            break; /* no result defined here */
         for (size_t i = 0; i < c->bytes / 4; i++) {
             float want = 0;
-            for (int r = 0; r < g_size; r++)
+            int upto = c->op == M_SCAN ? g_rank + 1 : c->op == M_EXSCAN ? g_rank : g_size;
+            for (int r = 0; r < upto; r++)
                 want += (float)((i + (size_t)r) % 16);
             bad += ((float *)c->recv)[i] != want;
         }
@@ -311,10 +321,10 @@ int perf_mpi_main(int argc, char **argv)
             for (long k = 0; k < o.reps; k++) {
                 prepare(&c);
                 zp[k] = stream_pass(&c, zap, iters);
-                wrong += c.op == M_ALLREDUCE || c.op == M_REDUCE ? 0 : check(&c);
+                wrong += reduction(c.op) ? 0 : check(&c);
                 prepare(&c);
                 op_[k] = stream_pass(&c, ompi, iters);
-                wrong += c.op == M_ALLREDUCE || c.op == M_REDUCE ? 0 : check(&c);
+                wrong += reduction(c.op) ? 0 : check(&c);
             }
             /* Reductions accumulate nothing (out of place): one check each. */
             prepare(&c);
