@@ -2,14 +2,15 @@
  * transport, with an optional rank killed (SIGKILL) at a seeded random point.
  * The scripts in this folder (netns.sh, kill_trials.sh, soak.sh) drive it.
  *
- *   zap-fault-rank [--op allreduce|bcast|mixed|p2p|soak] [--iters N] [--count C]
+ *   zap-fault-rank [--op allreduce|bcast|scan|mixed|p2p|soak] [--iters N] [--count C]
  *                  [--kill-rank K --seed S] [--kill-file PATH] [--ready-file PATH]
  *
  * Every iteration runs one collective on fresh, rank- and iteration-dependent
  * data and checks the result against a closed form on every element: the
  * allreduce of x_r[i] = (r+1)*(i+1) + iter (int64, SUM) is
  * (i+1)*p(p+1)/2 + p*iter; the broadcast from root iter % p of
- * y[i] = i*31 + iter*7 + root is that value everywhere. p2p: each iteration
+ * y[i] = i*31 + iter*7 + root is that value everywhere; the scan of x_r is
+ * (i+1)*(r+1)(r+2)/2 + (r+1)*iter on rank r. p2p: each iteration
  * every rank sends P2P_BURST messages of seeded sizes (0 to 4 KiB) to rank+1
  * and receives as many from rank-1, each byte a function of (sender,
  * message number, offset), checked on receipt; soak does p2p, allreduce and
@@ -203,7 +204,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[a], "--ready-file") && a + 1 < argc)
             ready_file = argv[++a];
         else {
-            fprintf(stderr, "usage: zap-fault-rank [--op allreduce|bcast|mixed|p2p|soak] [--iters N] [--count C] "
+            fprintf(stderr, "usage: zap-fault-rank [--op allreduce|bcast|scan|mixed|p2p|soak] [--iters N] [--count C] "
                             "[--kill-rank K --seed S] [--kill-file PATH] [--ready-file PATH]\n");
             return 2;
         }
@@ -211,7 +212,8 @@ int main(int argc, char **argv)
     int do_p2p = !strcmp(op, "p2p") || !strcmp(op, "soak");
     int do_ar = !strcmp(op, "allreduce") || !strcmp(op, "mixed") || !strcmp(op, "soak");
     int do_bc = !strcmp(op, "bcast") || !strcmp(op, "mixed") || !strcmp(op, "soak");
-    if (iters < 1 || count < 1 || (!do_ar && !do_bc && !do_p2p)) {
+    int do_scan = !strcmp(op, "scan");
+    if (iters < 1 || count < 1 || (!do_ar && !do_bc && !do_p2p && !do_scan)) {
         fprintf(stderr, "zap-fault-rank: bad --op, --iters or --count\n");
         return 2;
     }
@@ -270,6 +272,23 @@ int main(int argc, char **argv)
                 report_error(it, "p2p", st);
             if (!do_ar && !do_bc)
                 continue;
+        }
+        if (do_scan) {
+            colls++;
+            for (size_t i = 0; i < count; i++)
+                x[i] = (int64_t)(g_rank + 1) * (int64_t)(i + 1) + it;
+            st = zap_scan(comm, x, y, count, ZAP_DT_INT64, ZAP_OP_SUM);
+            if (st != ZAP_OK)
+                report_error(it, "scan", st);
+            for (size_t i = 0; i < count; i++) {
+                int64_t want = (int64_t)(i + 1) * (g_rank + 1) * (g_rank + 2) / 2 + (int64_t)(g_rank + 1) * it;
+                if (y[i] != want) {
+                    printf("RESULT rank %d wrong iter %d op scan index %zu got %lld want %lld\n", g_rank, it, i,
+                           (long long)y[i], (long long)want);
+                    leave(1);
+                }
+            }
+            continue;
         }
         int soak = do_p2p && do_ar && do_bc;
         for (int pass = 0; pass < (soak ? 2 : 1); pass++) {

@@ -27,6 +27,16 @@
 # the ranks verify; the line then says "during verification" when a rank
 # stopped its verifier for it (the job's peer watch, core/verify/watch.c).
 #
+# KINDS=scan runs scans (zap-fault-rank --op scan) of 200000 int64 where the
+# hosts share /dev/shm (the large area's forms; the chain wraps around it),
+# 4 or 4096 elsewhere; SCAN_ALGS (default "auto") is a list of ZAP_SCAN_ALG
+# values the trials cycle through.
+#
+# Every trial also checks what docs/faults.md guarantees of the survivors:
+# they differ on the failed collective only, never past it (their errors are
+# at most one call apart, and one that finished every call sits only beside
+# errors in the last).
+#
 # ALLREDUCE_ALG sets ZAP_ALLREDUCE_ALG for the allreduce trials: with
 # ALLREDUCE_ALG=cma the trials whose hosts share /dev/shm run the single-copy
 # allreduce (the others have no segment and take recursive doubling), and
@@ -72,6 +82,7 @@ if [ -n "${KILL_LAYOUT:-}" ]; then
 else
     ns_setup 4 || exit $?
 fi
+ITERS=40 # collectives per zap-fault-rank trial
 NS_RUN_TIMEOUT=$(awk "BEGIN{print int($ZAP_TIMEOUT) + 40}")
 LIMIT=$(awk "BEGIN{print $ZAP_TIMEOUT + 1}")
 
@@ -129,10 +140,15 @@ for ((t = 0; t < TRIALS; t++)); do
         # links).
         count=$((s % 2 ? 4 : 4096))
         [ -n "${KILL_LAYOUT:-}" ] && count=$((s % 2 ? 4 : 200000))
+        [ $kind = scan ] && [ "$NS_SHARED_SHM" = 1 ] && count=200000
         alg=()
         [ $kind = allreduce ] && [ -n "${ALLREDUCE_ALG:-}" ] && alg=(-x ZAP_ALLREDUCE_ALG="$ALLREDUCE_ALG")
+        if [ $kind = scan ]; then
+            scan_algs=(${SCAN_ALGS:-auto})
+            alg=(-x ZAP_SCAN_ALG="${scan_algs[$((t % ${#scan_algs[@]}))]}")
+        fi
         ns_mpirun $np "${RECOVERY[@]}" "${alg[@]}" -- \
-            "${WRAP[@]}" "$FAULT_RANK" --op $kind --iters 40 --count $count --kill-rank $victim --seed $s --kill-file "$kf" > "$log" 2>&1
+            "${WRAP[@]}" "$FAULT_RANK" --op $kind --iters $ITERS --count $count --kill-rank $victim --seed $s --kill-file "$kf" > "$log" 2>&1
         rc=$?
     fi
     end=$(now)
@@ -165,6 +181,7 @@ for ((t = 0; t < TRIALS; t++)); do
         fi
         [ "$NS_SHARED_SHM" = 1 ] && detail="$detail; hosts share /dev/shm"
         [ "$NS_SHARED_SHM" = 1 ] && [ $kind = allreduce ] && [ "${ALLREDUCE_ALG:-}" = cma ] && detail="$detail; single-copy"
+        [ $kind = scan ] && detail="$detail; ${alg[1]}, count $count"
         if grep -q "its process is gone" "$log"; then
             detail="$detail; seen in shared memory"
         fi
@@ -210,6 +227,17 @@ for ((t = 0; t < TRIALS; t++)); do
         done
         worst_end=$(fmax $worst_end $jobend)
         detail="$detail; last survivor error ${tworst}s after it"
+        if [ $kind != verify ]; then
+            iters=$(grep "^RESULT rank [0-9]* error " "$log" | sed 's/.* iter \([0-9]*\) .*/\1/' | sort -n | tr '\n' ' ')
+            oks=$(grep -c "^RESULT rank [0-9]* ok " "$log")
+            if [ -n "$iters" ]; then
+                failed=($iters)
+                lo=${failed[0]} hi=${failed[-1]}
+                if [ $((hi - lo)) -gt 1 ] || { [ "$oks" -gt 0 ] && [ $lo -ne $((ITERS - 1)) ]; }; then
+                    verdict=FAIL why="$why survivors went past the failed call: errors at calls $iters, $oks finished;"
+                fi
+            fi
+        fi
     fi
     echo "trial $t seed $s $kind: $verdict: $detail $why"
     if [ $verdict = pass ]; then passed=$((passed + 1)); else fails=$((fails + 1)); sed 's/^/    | /' "$log" | tail -15; fi

@@ -24,7 +24,7 @@
  * enters after seeing all red_seq of this one's last chunk: by then every
  * owner has written its blocks of all areas, and a rank that reads its own
  * area has done so. Exscan's rank r + 1 reads area r, so before returning,
- * rank r waits for rank r + 1's fin_seq. The chunks keep what all ranks
+ * every rank waits for every fin_seq. The chunks keep what all ranks
  * touch at once in cache, as in allreduce_shm_large.c; the vector has to fit
  * the area (no wrap), else the next candidate runs. */
 #include "coll/scan/scan.h"
@@ -119,15 +119,16 @@ static zap_status_t advance(zap_coll_op_t *op, scan_blocks_t *b)
         if (first + n >= a->count) {
             atomic_store_explicit(&s->ctl[s->rank].fin_seq, zap_coll_shm_fin(k), memory_order_release);
             b->step = 4;
-            /* Exscan: rank r + 1 reads this rank's area until it is done. */
-            uint64_t next_only = UINT64_C(1) << (s->rank + 1);
-            b->wait = (zap_coll_shm_wait_t){zap_coll_shm_all_ranks(s) & ~next_only, 0, 0};
+            /* Exscan: rank r + 1 reads this rank's area until it is done;
+             * every rank's fin, so that one that died before its own makes
+             * every other fail the call alike. */
+            b->wait = (zap_coll_shm_wait_t){0, 0, 0};
             break;
         }
         b->chunk++;
         b->step = 1;
     }
-    if (op->kind == ZAP_COLL_EXSCAN && s->rank + 1 < s->size &&
+    if (op->kind == ZAP_COLL_EXSCAN &&
         (st = zap_coll_shm_gather(op, &s->ctl[0].fin_seq, sizeof(s->ctl[0]), zap_coll_shm_fin(k), true, &b->wait)) !=
             ZAP_OK)
         return st;

@@ -14,9 +14,11 @@
  *      read by no one: it reduces straight into recvbuf (scan) or only copies
  *      (exscan).
  *
- * After its last chunk a rank publishes fin_seq = k and, before its next
- * large exchange may rewrite its area, waits for rank r + 1's: that rank
- * reads area r until then.
+ * After its last chunk a rank publishes fin_seq = k and waits for every
+ * rank's: rank r + 1 reads area r until then, and a rank that died before
+ * its fin makes every other fail the call alike (one that waited for its
+ * neighbour alone could return success on a call the neighbour reports
+ * failed).
  *
  * Per rank one reduction of the vector and one copy out, and waits on its
  * two neighbours per chunk: with chunks of n / p (1 to 64 KiB) the last rank
@@ -130,15 +132,14 @@ static zap_status_t advance(zap_coll_op_t *op, scan_chain_t *c)
         chunk_step(op, tag, first, n, c->chunk % c->wrap * c->chunk_elems * zap_dtype_size(a->dt));
         if (first + n >= a->count) {
             atomic_store_explicit(&s->ctl[r].fin_seq, zap_coll_shm_fin(k), memory_order_release);
-            c->wait = wait_for(s, r + 1);
+            c->wait = (zap_coll_shm_wait_t){0, 0, 0};
             c->step = 2;
         } else {
             c->chunk++;
         }
     }
-    if (r + 1 < s->size &&
-        (st = zap_coll_shm_gather(op, &s->ctl[0].fin_seq, sizeof(s->ctl[0]), zap_coll_shm_fin(k), true, &c->wait)) !=
-            ZAP_OK)
+    if ((st = zap_coll_shm_gather(op, &s->ctl[0].fin_seq, sizeof(s->ctl[0]), zap_coll_shm_fin(k), true, &c->wait)) !=
+        ZAP_OK)
         return st;
     s->big_done = k; /* only now may this rank's next large exchange rewrite its area */
     return ZAP_OK;
