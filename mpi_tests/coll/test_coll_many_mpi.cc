@@ -207,4 +207,52 @@ TEST_F(ScanBlocks, LargeCallsAfterwardsReuseTheAreaSafely)
     zap_op_destroy(op);
 }
 
+// Non-blocking scans posted together: each takes the area in its turn, and
+// a later one rewrites a rank's area only once the ranks reading it for an
+// earlier one are done.
+TEST_F(ScanBlocks, NonBlockingCallsInFlightTogetherKeepTheirResults)
+{
+    zap_op_t op;
+    ASSERT_EQ(zap_op_create(compose_op, 0, nullptr, &op), ZAP_OK);
+    int rank = MpiRank();
+    const size_t count = 24 << 10;
+    for (const char *alg : {"chain", "blocks"}) {
+        ASSERT_EQ(zap_coll_test_force(comm_, "exscan", alg), ZAP_OK);
+        ASSERT_EQ(zap_coll_test_force(comm_, "scan", alg), ZAP_OK);
+        const int calls = 4;
+        std::vector<std::vector<uint64_t>> in(calls, std::vector<uint64_t>(count)),
+            out(calls, std::vector<uint64_t>(count, 0x5a5a));
+        zap_request_t *req[calls] = {};
+        for (int c = 0; c < calls; c++) {
+            for (size_t i = 0; i < count; i++)
+                in[c][i] = element(rank, i, 100 + c);
+            bool exclusive = c % 2 == 0;
+            ASSERT_EQ(exclusive ? zap_iexscan(comm_, in[c].data(), out[c].data(), count, ZAP_DT_UINT64, op, &req[c])
+                                : zap_iscan(comm_, in[c].data(), out[c].data(), count, ZAP_DT_UINT64, op, &req[c]),
+                      ZAP_OK);
+        }
+        for (int c = 0; c < calls; c++) {
+            EXPECT_EQ(zap_request_wait(req[c]), ZAP_OK) << alg << " call " << c;
+            zap_request_free(req[c]);
+        }
+        for (int c = 0; c < calls; c++) {
+            bool exclusive = c % 2 == 0;
+            size_t bad = count;
+            for (size_t i = 0; i < count && bad == count; i++) {
+                uint64_t acc = element(0, i, 100 + c);
+                for (int q = 1; q < (exclusive ? rank : rank + 1); q++)
+                    acc = compose(acc, element(q, i, 100 + c));
+                uint64_t want = exclusive && rank == 0 ? 0x5a5a : acc;
+                if (out[c][i] != want)
+                    bad = i;
+            }
+            EXPECT_EQ(bad, count) << alg << " call " << c << (exclusive ? " (exscan)" : " (scan)")
+                                  << ": first wrong element";
+        }
+        if (AnyRankFailed())
+            FAIL() << alg;
+    }
+    zap_op_destroy(op);
+}
+
 }  // namespace
