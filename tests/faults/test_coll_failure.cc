@@ -140,15 +140,22 @@ TEST(CollFailure, CancelledOperationFailsOnTheOtherRanks)
     const int n = 3;
     RankWorld w(n);
     std::vector<zap_status_t> st(n, ZAP_INPROGRESS);
+    // The others post only once rank 0 has freed its request: had they
+    // posted first, rank 0's post could complete the whole call (a loaded
+    // machine ran it so), and there would be nothing to cancel.
+    std::atomic<bool> freed{false};
     double t0 = zap_clock_now();
     w.run([&](int r) {
         std::vector<int64_t> x(1000, r), y(1000, 0);
         if (r == 0) {
             zap_request_t *req = nullptr;
-            ASSERT_EQ(zap_iallreduce(w.c[r], x.data(), y.data(), x.size(), ZAP_DT_INT64, ZAP_OP_SUM, &req), ZAP_OK);
+            EXPECT_EQ(zap_iallreduce(w.c[r], x.data(), y.data(), x.size(), ZAP_DT_INT64, ZAP_OP_SUM, &req), ZAP_OK);
             zap_request_free(req);
+            freed = true;
             return;
         }
+        while (!freed)
+            std::this_thread::yield();
         st[r] = zap_allreduce(w.c[r], x.data(), y.data(), x.size(), ZAP_DT_INT64, ZAP_OP_SUM);
     });
     for (int r = 1; r < n; r++)
