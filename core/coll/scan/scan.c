@@ -12,7 +12,8 @@
  *           vector across all ranks (one host): the last rank's cost does
  *           not grow with p.
  *   chain   the segment's large area, a chain r-1 -> r pipelined in chunks
- *           of about n/p: one reduction per rank, waits on one neighbour.
+ *           of about n/p: one reduction per rank, waits on its neighbours
+ *           per chunk; the area wraps, so any size.
  * Every one combines in rank order, so every op runs on each. */
 #include "coll/scan/scan.h"
 #include "coll/comm_impl.h"

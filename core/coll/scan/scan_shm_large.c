@@ -12,10 +12,11 @@
  *      then a higher rank may still read its input area (the next large
  *      exchange may then overwrite it).
  *
- * Rank r reads r vectors of the area, the last rank p - 1 of them, against
- * the transport's log2(p) rounds (rd) or chain of p - 1 messages (linear);
- * so the selection keeps it to small vectors (scan.c). The same operands in
- * the same order as every other form: the same bytes. */
+ * Rank r reads r vectors of the area, the last rank p - 1 of them: the
+ * selection keeps it to up to 4 ranks that share cores and vectors to
+ * 256 KiB, where its one wait for the ranks below beats the forms that wait
+ * more often (scan_shm_blocks.c, scan_shm_chain.c; scan.c). The same
+ * operands in the same order as every other form: the same bytes. */
 #include "coll/scan/scan.h"
 #include "coll/engine/mem.h"
 #include "coll/engine/select.h"
