@@ -142,12 +142,10 @@ static zap_status_t advance(zap_coll_op_t *op, shm_large_t *a)
 static zap_status_t large_progress(zap_coll_op_t *op)
 {
     shm_large_t *a = (shm_large_t *)op->alg_state;
+    zap_status_t st;
     if (a->step == 0) {
         size_t held = a->count < a->wrap_elems ? a->count : a->wrap_elems;
-        zap_status_t st = zap_coll_shm_large_turn(op, held * zap_dtype_size(a->dt));
-        if (st == ZAP_ERR_NO_MEMORY) /* no room for the area: every rank takes the next candidate */
-            return zap_coll_fall_back(op);
-        if (st != ZAP_OK)
+        if (!zap_coll_large_turn(op, held * zap_dtype_size(a->dt), &st))
             return st;
         a->step = 1;
     }

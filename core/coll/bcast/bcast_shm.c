@@ -92,10 +92,7 @@ static zap_status_t bcast_large_progress(zap_coll_op_t *op)
     bool is_root = s->rank == b->root;
     zap_status_t st;
     if (b->step == 0) {
-        st = zap_coll_shm_large_turn(op, area_bytes(s, b->bytes));
-        if (st == ZAP_ERR_NO_MEMORY) /* no room for the area: every rank takes the next candidate */
-            return zap_coll_fall_back(op);
-        if (st != ZAP_OK)
+        if (!zap_coll_large_turn(op, area_bytes(s, b->bytes), &st))
             return st;
         b->step = 1;
         if (!is_root) {

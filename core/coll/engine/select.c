@@ -307,6 +307,16 @@ zap_status_t zap_coll_fall_back(zap_coll_op_t *op)
     }
 }
 
+bool zap_coll_large_turn(zap_coll_op_t *op, size_t bytes, zap_status_t *st)
+{
+    *st = zap_coll_shm_large_turn(op, bytes);
+    if (*st == ZAP_ERR_NO_MEMORY) /* no room for the area: every rank takes the next candidate */
+        *st = zap_coll_fall_back(op);
+    else if (*st == ZAP_OK)
+        return true;
+    return false;
+}
+
 /* --- the public view ------------------------------------------------------- */
 
 size_t zap_coll_selection_table(zap_coll_selection_row_t *rows, size_t cap)

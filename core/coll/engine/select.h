@@ -129,6 +129,12 @@ zap_status_t zap_coll_post(zap_comm_t *comm, const zap_coll_desc_t *desc, const 
 /* After the agreement: the next candidate, set up as agreed, its first
  * progress returned (docs above). */
 zap_status_t zap_coll_fall_back(zap_coll_op_t *op);
+/* A large shared-memory form's first progress step: its turn in the large
+ * area for bytes (zap_coll_shm_large_turn), where no room for the area makes
+ * the call take its next candidate on every rank alike (zap_coll_fall_back).
+ * True once the turn is this call's; false with *st what the progress
+ * returns (ZAP_INPROGRESS, an error, or the next candidate's first step). */
+bool zap_coll_large_turn(zap_coll_op_t *op, size_t bytes, zap_status_t *st);
 /* The candidates for a call of bytes on buffers of kind mem (this rank's)
  * on comm agreeing in form, forced algorithm force (-1: none), into cand
  * (ZAP_COLL_MAX_CANDS); returns their number. The call's op is taken to be

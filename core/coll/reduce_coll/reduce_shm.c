@@ -106,10 +106,7 @@ static zap_status_t large_progress(zap_coll_op_t *op)
     size_t es = zap_dtype_size(s->dt);
     zap_status_t st;
     if (s->step == 0) {
-        st = zap_coll_shm_large_turn(op, s->count * es);
-        if (st == ZAP_ERR_NO_MEMORY) /* no room for the area: every rank takes the next candidate */
-            return zap_coll_fall_back(op);
-        if (st != ZAP_OK)
+        if (!zap_coll_large_turn(op, s->count * es, &st))
             return st;
         s->step = 1;
     }

@@ -148,12 +148,10 @@ static zap_status_t advance(zap_coll_op_t *op, scan_chain_t *c)
 static zap_status_t chain_progress(zap_coll_op_t *op)
 {
     scan_chain_t *c = (scan_chain_t *)op->alg_state;
+    zap_status_t st;
     if (c->step == 0) {
         size_t held = c->wrap * c->chunk_elems * zap_dtype_size(op->args.dt);
-        zap_status_t st = zap_coll_shm_large_turn(op, held < op->args.bytes ? held : op->args.bytes);
-        if (st == ZAP_ERR_NO_MEMORY) /* no room for the area: every rank takes the next candidate */
-            return zap_coll_fall_back(op);
-        if (st != ZAP_OK)
+        if (!zap_coll_large_turn(op, held < op->args.bytes ? held : op->args.bytes, &st))
             return st;
         c->step = 1;
     }

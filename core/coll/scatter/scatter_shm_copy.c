@@ -76,10 +76,7 @@ static zap_status_t copy_progress(zap_coll_op_t *op)
     bool root = r == a->root;
     zap_status_t st;
     if (c->step == 0) {
-        st = zap_coll_shm_large_turn(op, c->total);
-        if (st == ZAP_ERR_NO_MEMORY) /* no room for the area: every rank takes the next candidate */
-            return zap_coll_fall_back(op);
-        if (st != ZAP_OK)
+        if (!zap_coll_large_turn(op, c->total, &st))
             return st;
         c->step = 1;
         c->wait = (zap_coll_shm_wait_t){root ? 0 : zap_coll_shm_all_ranks(s) & ~(UINT64_C(1) << a->root), 0, 0};
