@@ -14,6 +14,10 @@
  *      of the area: scan, its own area; exscan, area r - 1 (rank 0 leaves
  *      recvbuf alone).
  *
+ * Scan and exscan take host and managed memory, which the CPU reads (device
+ * buffers are refused before any algorithm runs, zap_coll_host_stage), so every rank reads its
+ * own operand from its buffer.
+ *
  * Per rank: (p - 1) n/p bytes in, p - 1 reductions of n/p elements, n out,
  * two waits per chunk; where the form that has rank r reduce the r vectors
  * below it (scan_shm_large.c) costs the last rank p - 1 whole reductions. Each
@@ -45,10 +49,6 @@ _Static_assert(sizeof(scan_blocks_t) <= ZAP_COLL_ALG_STATE_BYTES, "state too lar
 
 static unsigned char *area(const zap_coll_shm_t *s, int q) { return s->big_in + (size_t)q * s->big_bytes; }
 
-/* Whether this rank reads its own operand from its buffer and writes its own
- * block of the result out itself (every memory kind but device). */
-static bool direct(const zap_coll_op_t *op) { return op->mem != ZAP_MEM_DEVICE; }
-
 static void chunk_range(const zap_coll_op_t *op, const scan_blocks_t *b, size_t *first, size_t *n)
 {
     *first = b->chunk * b->chunk_elems;
@@ -73,11 +73,11 @@ static void fold_own_block(const zap_coll_op_t *op, size_t first, size_t lo, siz
     /* Exscan reads no prefix of the last rank. */
     int last = op->kind == ZAP_COLL_EXSCAN ? s->size - 2 : s->size - 1;
     const unsigned char *own = (const unsigned char *)a->src + at;
-    if (r == 0 && direct(op))
+    if (r == 0)
         zap_copy(area(s, 0) + at, own, len * es);
     for (int q = 1; q <= last; q++) {
         unsigned char *out = area(s, q) + at;
-        zap_reduce_cpu(a->dt, a->op, out, area(s, q - 1) + at, q == r && direct(op) ? own : out, len);
+        zap_reduce_cpu(a->dt, a->op, out, area(s, q - 1) + at, q == r ? own : out, len);
     }
 }
 
@@ -95,7 +95,7 @@ static zap_status_t advance(zap_coll_op_t *op, scan_blocks_t *b)
         zap_coll_shm_block(n, s->size, s->rank, &lo, &hi);
         uint64_t t = zap_coll_shm_tag(k, b->chunk);
         if (b->step == 1) {
-            zap_coll_shm_copy_but(op, area(s, s->rank), first, a->src, first, es, n, lo, hi, direct(op));
+            zap_coll_shm_copy_but(op, area(s, s->rank), first, a->src, first, es, n, lo, hi, true);
             atomic_store_explicit(&s->ctl[s->rank].in_seq, t, memory_order_release);
             b->step = 2;
             b->wait = (zap_coll_shm_wait_t){0, 0, 0};
@@ -106,7 +106,7 @@ static zap_status_t advance(zap_coll_op_t *op, scan_blocks_t *b)
             if (hi > lo)
                 fold_own_block(op, first, lo, hi);
             atomic_store_explicit(&s->ctl[s->rank].red_seq, t, memory_order_release);
-            if (direct(op) && from >= 0 && hi > lo) /* after publishing: the others wait for the flag only */
+            if (from >= 0 && hi > lo) /* after publishing: the others wait for the flag only */
                 zap_coll_copy(op, (unsigned char *)a->dst + (first + lo) * es, area(s, from) + (first + lo) * es,
                               (hi - lo) * es);
             b->step = 3;
@@ -115,7 +115,7 @@ static zap_status_t advance(zap_coll_op_t *op, scan_blocks_t *b)
         if ((st = zap_coll_shm_gather(op, &s->ctl[0].red_seq, sizeof(s->ctl[0]), t, true, &b->wait)) != ZAP_OK)
             return st;
         if (from >= 0)
-            zap_coll_shm_copy_but(op, a->dst, first, area(s, from), first, es, n, lo, hi, direct(op));
+            zap_coll_shm_copy_but(op, a->dst, first, area(s, from), first, es, n, lo, hi, true);
         if (first + n >= a->count) {
             atomic_store_explicit(&s->ctl[s->rank].fin_seq, zap_coll_shm_fin(k), memory_order_release);
             b->step = 4;
@@ -139,11 +139,9 @@ static zap_status_t advance(zap_coll_op_t *op, scan_blocks_t *b)
 static zap_status_t blocks_progress(zap_coll_op_t *op)
 {
     scan_blocks_t *b = (scan_blocks_t *)op->alg_state;
+    zap_status_t st;
     if (b->step == 0) {
-        zap_status_t st = zap_coll_shm_large_turn(op, op->args.bytes);
-        if (st == ZAP_ERR_NO_MEMORY) /* no room for the area: every rank takes the next candidate */
-            return zap_coll_fall_back(op);
-        if (st != ZAP_OK)
+        if (!zap_coll_large_turn(op, op->args.bytes, &st))
             return st;
         b->step = 1;
     }
