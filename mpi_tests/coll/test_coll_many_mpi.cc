@@ -105,6 +105,18 @@ uint64_t element(int r, size_t i, int call)
     return affine(3 + 2 * (uint32_t)((r * 7 + i + (size_t)call) % 11), (uint32_t)(r + 1) * 2654435761u ^ (uint32_t)i);
 }
 
+// Rank rank's prefix of element i in call call: the fold of ranks 0 to rank
+// (exclusive: to rank - 1; rank 0 has none, its result is keep).
+uint64_t prefix(int rank, size_t i, int call, bool exclusive, uint64_t keep)
+{
+    if (exclusive && rank == 0)
+        return keep;
+    uint64_t acc = element(0, i, call);
+    for (int q = 1; q < (exclusive ? rank : rank + 1); q++)
+        acc = compose(acc, element(q, i, call));
+    return acc;
+}
+
 class ScanBlocks : public ManyRanks {
   protected:
     // Whether some rank has failed so far: every rank then stops calling
@@ -124,10 +136,7 @@ class ScanBlocks : public ManyRanks {
         std::vector<uint64_t> in(count), out(count, 0x5a5a), want(count);
         for (size_t i = 0; i < count; i++) {
             in[i] = element(rank, i, call);
-            uint64_t acc = element(0, i, call);
-            for (int q = 1; q < (exclusive ? rank : rank + 1); q++)
-                acc = compose(acc, element(q, i, call));
-            want[i] = exclusive && rank == 0 ? (in_place ? in[i] : 0x5a5a) : acc;
+            want[i] = prefix(rank, i, call, exclusive, in_place ? in[i] : 0x5a5a);
         }
         if (in_place)
             out = in;
@@ -238,14 +247,9 @@ TEST_F(ScanBlocks, NonBlockingCallsInFlightTogetherKeepTheirResults)
         for (int c = 0; c < calls; c++) {
             bool exclusive = c % 2 == 0;
             size_t bad = count;
-            for (size_t i = 0; i < count && bad == count; i++) {
-                uint64_t acc = element(0, i, 100 + c);
-                for (int q = 1; q < (exclusive ? rank : rank + 1); q++)
-                    acc = compose(acc, element(q, i, 100 + c));
-                uint64_t want = exclusive && rank == 0 ? 0x5a5a : acc;
-                if (out[c][i] != want)
+            for (size_t i = 0; i < count && bad == count; i++)
+                if (out[c][i] != prefix(rank, i, 100 + c, exclusive, 0x5a5a))
                     bad = i;
-            }
             EXPECT_EQ(bad, count) << alg << " call " << c << (exclusive ? " (exscan)" : " (scan)")
                                   << ": first wrong element";
         }
