@@ -1,15 +1,24 @@
 /* The requests of an operation's current step (step.h). */
 #include "coll/engine/step.h"
 
+/* A post that failed at once for a lost peer blames that peer, as a request
+ * that fails later does (zap_coll_step_test): the revocation then names it. */
+static zap_status_t posted(zap_coll_op_t *op, zap_status_t st, int transport_peer)
+{
+    if (st == ZAP_ERR_PEER_FAILED && op->culprit < 0)
+        op->culprit = transport_peer;
+    return st;
+}
+
 zap_status_t zap_coll_send(zap_coll_op_t *op, int peer, int phase, int step, const void *buf, size_t len)
 {
     if (op->nreqs == ZAP_COLL_MAX_REQS)
         return ZAP_ERR_NO_RESOURCE;
     zap_request_t *r = NULL;
-    zap_status_t st = zap_transport_isend(op->comm->t, zap_coll_transport_rank(op->comm, peer),
-                                          zap_coll_tag(op, phase, step), buf, len, &r);
+    int to = zap_coll_transport_rank(op->comm, peer);
+    zap_status_t st = zap_transport_isend(op->comm->t, to, zap_coll_tag(op, phase, step), buf, len, &r);
     if (st != ZAP_OK)
-        return st;
+        return posted(op, st, to);
     op->rlen[op->nreqs] = NULL;
     op->rst[op->nreqs] = NULL;
     op->reqs[op->nreqs++] = r;
@@ -22,10 +31,10 @@ zap_status_t zap_coll_recv(zap_coll_op_t *op, int peer, int phase, int step, voi
     if (op->nreqs == ZAP_COLL_MAX_REQS)
         return ZAP_ERR_NO_RESOURCE;
     zap_request_t *r = NULL;
-    zap_status_t st = zap_transport_irecv(op->comm->t, zap_coll_transport_rank(op->comm, peer),
-                                          zap_coll_tag(op, phase, step), buf, cap, &r);
+    int from = zap_coll_transport_rank(op->comm, peer);
+    zap_status_t st = zap_transport_irecv(op->comm->t, from, zap_coll_tag(op, phase, step), buf, cap, &r);
     if (st != ZAP_OK)
-        return st;
+        return posted(op, st, from);
     op->rlen[op->nreqs] = len_p;
     op->rst[op->nreqs] = st_p;
     op->reqs[op->nreqs++] = r;
