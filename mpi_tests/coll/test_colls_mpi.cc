@@ -477,19 +477,21 @@ TEST_F(CollsMpi, AlltoallAndAlltoallvMatchMpi)
 
 // Scatter on one host at the totals that choose its shared-memory form: the
 // root's slot up to 4032 bytes, the large area just above that and up to
-// 64 KiB (ZAP_SCATTER_SHM_COPY_MAX, scatter.h), single copy beyond. Bytes, so
-// that the totals land exactly at each boundary on 3 ranks too.
-std::vector<size_t> scatter_totals()
+// 64 KiB on 2 ranks, 512 KiB on more (zap_scatter_shm_copy_max, scatter.h),
+// single copy beyond. Bytes, so that the totals land exactly at each
+// boundary on 3 ranks too; the area is filled and read in pieces of 32 KiB,
+// so a total of several pieces has blocks that end inside one.
+std::vector<size_t> scatter_totals(int ranks)
 {
-    const size_t slot = 4032, copy_max = 64 << 10;
-    return {slot + 1, 2 * slot + 7, copy_max - 1, copy_max, copy_max + 1, 3 * copy_max};
+    const size_t slot = 4032, copy_max = ranks <= 2 ? 64 << 10 : 512 << 10;
+    return {slot + 1, 2 * slot + 7, (32 << 10) * 3 + 5, copy_max - 1, copy_max, copy_max + 1, 3 * copy_max};
 }
 
 TEST_F(CollsMpi, ScatterAndScattervMatchMpiAtEverySharedMemorySize)
 {
     int rank = MpiRank(), size = MpiSize();
     Comm comm(t_, "scatter", "auto");
-    for (size_t total : scatter_totals()) {
+    for (size_t total : scatter_totals(size)) {
         size_t count = (total + size - 1) / size; // the first total of p blocks at or above total
         for (int root = 0; root < size; root++)
             for (bool in_place : {false, true}) {
@@ -547,7 +549,7 @@ TEST_F(CollsMpi, ScattersBetweenBroadcastsReuseTheLargeAreaSafely)
 {
     int rank = MpiRank(), size = MpiSize();
     Comm comm(t_, "scatter", "auto");
-    std::vector<size_t> totals = scatter_totals();
+    std::vector<size_t> totals = scatter_totals(size);
     const int calls = 24; // scatter, broadcast, scatter, ... posted at once
     std::vector<std::vector<uint8_t>> send(calls), got(calls), ref(calls);
     std::vector<zap_request_t *> reqs(calls);

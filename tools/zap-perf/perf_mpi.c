@@ -46,11 +46,21 @@ static int reduction(mop_t op) { return op == M_ALLREDUCE || op == M_REDUCE || o
 typedef struct {
     size_t min, max, max_total;
     long iters, reps;
+    size_t align; /* 0: malloc's buffers; else aligned_alloc to this power of two */
     int run[M_NOPS];
     const char *csv;
 } mopts_t;
 
 static int g_rank, g_size;
+
+/* A buffer the program owns, as an application would have it: malloc's, or
+ * aligned (to tell costs that come with where a buffer starts). */
+static void *buf_alloc(size_t bytes, size_t align)
+{
+    if (align == 0)
+        return malloc(bytes);
+    return aligned_alloc(align, (bytes + align - 1) / align * align);
+}
 
 static void usage(void)
 {
@@ -58,8 +68,10 @@ static void usage(void)
             "usage: mpirun -np N [--mca coll_zap_priority 40 ...] zap-perf mpi\n"
             "           [--op allreduce,bcast,reduce,allgather,alltoall,scatter,scan,exscan,barrier]\n"
             "           [--min SIZE] [--max SIZE] [--max-total SIZE] [--iters N] [--reps N] [--csv FILE]\n"
+            "           [--align BYTES]\n"
             "  sizes in bytes (K, M, G: powers of 1024); defaults --min 8 --max 64M --max-total 256M --reps 5;\n"
-            "  --iters default by size (1000 below 64K ... 10 from 16M); allgather/alltoall: SIZE per rank block\n");
+            "  --iters default by size (1000 below 64K ... 10 from 16M); allgather/alltoall: SIZE per rank block\n"
+            "  --align: buffers start on a multiple of BYTES (a power of two, e.g. 4096); default: malloc's\n");
 }
 
 static int parse(int argc, char **argv, mopts_t *o)
@@ -82,6 +94,9 @@ static int parse(int argc, char **argv, mopts_t *o)
         if (strcmp(a, "--reps") == 0 && (o->reps = atol(v)) > 0 && o->reps <= 64) continue;
         if (strcmp(a, "--op") == 0 && strlen(v) < sizeof(ops)) { strcpy(ops, v); continue; }
         if (strcmp(a, "--csv") == 0) { o->csv = v; continue; }
+        if (strcmp(a, "--align") == 0 && perf_parse_size(v, &o->align) == 0 && o->align > 0 &&
+            (o->align & (o->align - 1)) == 0)
+            continue;
         fprintf(stderr, "zap-perf mpi: bad option or value: %s %s\n", a, v);
         return -1;
     }
@@ -308,8 +323,8 @@ int perf_mpi_main(int argc, char **argv)
             c.recv_bytes = op == M_ALLGATHER || op == M_ALLTOALL ? bytes * (size_t)g_size : bytes;
             if (blocks && (c.recv_bytes > o.max_total || c.send_bytes > o.max_total))
                 break;
-            c.send = malloc(c.send_bytes + 1);
-            c.recv = malloc(c.recv_bytes + 1);
+            c.send = buf_alloc(c.send_bytes + 1, o.align);
+            c.recv = buf_alloc(c.recv_bytes + 1, o.align);
             if (c.send == NULL || c.recv == NULL)
                 MPI_Abort(MPI_COMM_WORLD, 1);
             long iters = o.iters > 0 ? o.iters : default_iters(blocks ? c.recv_bytes : bytes);

@@ -19,11 +19,17 @@ bool zap_scatter_shm_vote(const zap_coll_op_t *op);
 
 /* The largest total (p blocks, bytes) a scatter moves through the large area
  * (scatter_shm_copy.c) rather than each rank reading its block from the
- * root's sendbuf: below it the single copy's fixed cost (a system call per
- * rank, the root waiting for every reader) outweighs the second copy. Below
- * where the two meet on 2 ranks, since the root's copy in is serial while
- * the single copy's p reads run in parallel. */
-#define ZAP_SCATTER_SHM_COPY_MAX ((size_t)64 << 10)
+ * root's sendbuf. With one reader the single copy wins from where its fixed
+ * cost (a system call, the root waiting for the reader) is paid off; with
+ * more, their reads of the one sendbuf at once cost more than the root's
+ * pipelined copy in, until blocks are large enough (docs/collectives.md,
+ * "scatter"). */
+#define ZAP_SCATTER_SHM_COPY_MAX_TWO ((size_t)64 << 10)
+#define ZAP_SCATTER_SHM_COPY_MAX ((size_t)512 << 10)
+static inline size_t zap_scatter_shm_copy_max(int p)
+{
+    return p <= 2 ? ZAP_SCATTER_SHM_COPY_MAX_TWO : ZAP_SCATTER_SHM_COPY_MAX;
+}
 /* Whether blocks of total bytes in all that do not fit the root's slot take
  * the copy form on s: for scatter p times the agreed count's bytes, for
  * scatterv the root's sum, which its table carries to every rank; so every

@@ -5,7 +5,8 @@
  * (scatter_shm.c); above, each rank reads its block straight from the root's
  * sendbuf (single copy), whose fixed cost (a large exchange turn, a system
  * call per rank and the root waiting for every reader) is what a small block
- * cannot amortise.
+ * cannot amortise, and whose reads of one sendbuf by many ranks at once do
+ * not run side by side as well as plain copies.
  *
  * After the agreement (a header-only one for scatter, whose total every rank
  * knows from the agreed count; for scatterv the root's table, which carries
@@ -15,28 +16,35 @@
  *
  *   root: once every rank's fin_seq says it is done with exchange k - 1,
  *         copy the blocks into the result area, packed in rank order (a
- *         scatter's sendbuf already is), publish in_seq, copy its own block;
- *         publish fin_seq; done;
- *   each other rank: once the root's in_seq holds k, copy its block out;
- *         publish fin_seq.
+ *         scatter's sendbuf already is), in pieces of PIECE bytes, and after
+ *         each piece publish in its in_seq how far the area is filled (in
+ *         units of UNIT bytes: zap_coll_shm_tag(k, units)); copy its own
+ *         block; publish fin_seq; done;
+ *   each other rank: once the root's in_seq says its block is in, copy it
+ *         out; publish fin_seq.
  *
- * One copy in and one out per byte, no system call, and the root does not
- * wait for its readers: the next large exchange's root does, before it
- * overwrites the area. The total is at most one chunk of the large forms
- * (what all ranks touch at once stays in cache), so it moves in one piece. A
- * dead root is named by pid while its readers wait; a dead reader by the
- * next large exchange. When /dev/shm has no room for the area to grow, every
- * rank sees it alike (all pass the same total) and the call falls back to
- * the next candidate (linear). The root's own block is copied from its
- * sendbuf, so a recvbuf that is its block of sendbuf (in place) is left as
- * it is. */
+ * So a rank whose block comes early starts copying while the root still
+ * fills the rest: the last block waits for the root's copy of the whole
+ * total, the others less. One copy in and one out per byte, no system call,
+ * and the root does not wait for its readers: the next large exchange's root
+ * does, before it overwrites the area. A dead root is named by pid while its
+ * readers wait; a dead reader by the next large exchange. When /dev/shm has
+ * no room for the area to grow, every rank sees it alike (all pass the same
+ * total) and the call falls back to the next candidate (linear). A scatter's
+ * root leaves its own block out of the area (no one reads it there) and
+ * copies it from its sendbuf, so a recvbuf that is its block of sendbuf (in
+ * place) is left as it is. */
 #include "coll/scatter/scatter.h"
 #include "coll/engine/mem.h"
 #include "coll/engine/select.h"
 #include "coll/shm/shm.h"
 #include <string.h>
 
-_Static_assert(ZAP_SCATTER_SHM_COPY_MAX <= ZAP_COLL_SHM_CHUNK_BYTES, "the copy form moves its total in one piece");
+/* The root publishes its progress after each piece; readers wait for whole
+ * units (zap_coll_shm_tag's chunk index holds up to 2^24 - 2 of them). */
+#define PIECE ((size_t)32 << 10)
+#define UNIT ((size_t)4096)
+_Static_assert(ZAP_SCATTER_SHM_COPY_MAX / UNIT < (1u << 24) - 1, "the progress fits a flag's chunk index");
 
 typedef struct sc_copy {
     size_t total;     /* the blocks, packed in rank order */
@@ -48,23 +56,52 @@ _Static_assert(sizeof(sc_copy_t) <= ZAP_COLL_ALG_STATE_BYTES, "state too large")
 
 bool zap_scatter_shm_copies(const zap_coll_shm_t *s, size_t total)
 {
-    return total <= ZAP_SCATTER_SHM_COPY_MAX && s->big_bytes != 0 && total <= s->big_bytes;
+    return total <= zap_scatter_shm_copy_max(s->size) && s->big_bytes != 0 && total <= s->big_bytes;
 }
 
-/* The root's blocks into the area in rank order. */
-static void pack(zap_coll_op_t *op, unsigned char *to, size_t total)
+/* Publishes that the area holds its first done bytes (whole units only, so
+ * a reader never sees a unit the root is still writing). */
+static void publish(zap_coll_shm_t *s, uint64_t k, size_t done)
+{
+    atomic_store_explicit(&s->ctl[s->rank].in_seq, zap_coll_shm_tag(k, done / UNIT), memory_order_release);
+}
+
+/* n bytes from src into the area at off, publishing after each piece. */
+static void fill(zap_coll_op_t *op, uint64_t k, size_t off, const unsigned char *src, size_t n)
+{
+    zap_coll_shm_t *s = op->comm->shm;
+    while (n > 0) {
+        size_t m = n < PIECE - off % PIECE ? n : PIECE - off % PIECE;
+        zap_coll_copy(op, s->big_out + off, src, m);
+        off += m, src += m, n -= m;
+        if (off % PIECE == 0)
+            publish(s, k, off);
+    }
+}
+
+/* The root's blocks into the area in rank order, its own left out of a
+ * scatter's (scatterv's root copied its own with the table, and its block
+ * there may be read by no one but still keeps the packed offsets). */
+static void pack(zap_coll_op_t *op, uint64_t k, size_t total, size_t own_at, size_t own_bytes)
 {
     const zap_coll_args_t *a = &op->args;
+    zap_coll_shm_t *s = op->comm->shm;
     size_t es = zap_dtype_size(a->dt);
     if (a->counts == NULL) {
-        zap_coll_copy(op, to, a->src, total);
-        return;
+        const unsigned char *src = a->src;
+        fill(op, k, 0, src, own_at);
+        fill(op, k, own_at + own_bytes, src + own_at + own_bytes, total - own_at - own_bytes);
+    } else {
+        size_t off = 0;
+        for (int q = 0; q < op->comm->size; q++) {
+            size_t n = a->counts[q] * es;
+            fill(op, k, off, (const unsigned char *)a->src + a->displs[q] * (ptrdiff_t)es, n);
+            off += n;
+        }
     }
-    for (int q = 0; q < op->comm->size; q++) {
-        size_t n = a->counts[q] * es;
-        zap_coll_copy(op, to, (const char *)a->src + a->displs[q] * (ptrdiff_t)es, n);
-        to += n;
-    }
+    /* The last partial unit too: a reader waits for the units its block ends in. */
+    atomic_store_explicit(&s->ctl[s->rank].in_seq, zap_coll_shm_tag(k, (total + UNIT - 1) / UNIT),
+                          memory_order_release);
 }
 
 static zap_status_t copy_progress(zap_coll_op_t *op)
@@ -88,13 +125,12 @@ static zap_status_t copy_progress(zap_coll_op_t *op)
         if (k > 1 && (st = zap_coll_shm_gather(op, &s->ctl[0].fin_seq, sizeof(s->ctl[0]), zap_coll_shm_fin(k - 1),
                                                true, &c->wait)) != ZAP_OK)
             return st;
-        pack(op, s->big_out, c->total);
-        atomic_store_explicit(&s->ctl[r].in_seq, zap_coll_shm_tag(k, 0), memory_order_release);
+        pack(op, k, c->total, c->at, a->counts == NULL ? c->bytes : 0);
         if (a->counts == NULL) /* scatterv's root copied its own with the table (scatter_shm.c) */
             zap_coll_copy(op, a->dst, (const unsigned char *)a->src + c->at, c->bytes);
     } else {
-        if ((st = zap_coll_shm_gather(op, &s->ctl[0].in_seq, sizeof(s->ctl[0]), zap_coll_shm_tag(k, 0), true,
-                                      &c->wait)) != ZAP_OK)
+        uint64_t in = zap_coll_shm_tag(k, (c->at + c->bytes + UNIT - 1) / UNIT);
+        if ((st = zap_coll_shm_gather(op, &s->ctl[0].in_seq, sizeof(s->ctl[0]), in, true, &c->wait)) != ZAP_OK)
             return st;
         zap_coll_copy(op, a->dst, s->big_out + c->at, c->bytes);
     }
