@@ -36,6 +36,7 @@
 #include "ompi/communicator/communicator.h"
 #include "ompi/datatype/ompi_datatype.h"
 #include "ompi/request/request.h"
+#include "ompi/mca/coll/base/coll_base_util.h"
 #include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -277,7 +278,16 @@ typedef struct coll_zap_req coll_zap_req_t;
 typedef int (*coll_zap_finish_fn)(coll_zap_req_t *r);
 typedef void (*coll_zap_user_fn_t)(void *, void *, int *, struct ompi_datatype_t **);
 struct coll_zap_req {
-    ompi_request_t super;
+    /* Open MPI's MPI layer takes every non-blocking collective's request for
+     * an ompi_coll_base_nbc_request_t: after the call returns it keeps a
+     * user op or a derived datatype alive by writing them and its own
+     * completion callback into the fields that follow the ompi_request_t
+     * there (ompi_coll_base_retain_op / _datatypes). Those fields are
+     * reserved here so they land in the request's own room. */
+    union {
+        ompi_request_t super;
+        ompi_coll_base_nbc_request_t nbc;
+    };
     zap_request_t *zreq;
     coll_zap_module_t *module;
     coll_zap_coll_t coll;

@@ -95,6 +95,12 @@ coll_zap_req_t *coll_zap_req_get(coll_zap_module_t *m, coll_zap_coll_t coll)
     r->super.req_state = OMPI_REQUEST_ACTIVE;
     r->super.req_free = req_free;
     r->super.req_cancel = req_cancel;
+    /* What Open MPI's retain of a user op or datatype reads back at
+     * completion: nothing retained yet (a recycled request may hold the
+     * last call's, already released). */
+    r->nbc.cb.req_complete_cb = NULL;
+    r->nbc.req_complete_cb_data = NULL;
+    r->nbc.data.objs.objs[0] = r->nbc.data.objs.objs[1] = NULL;
     r->zreq = NULL;
     r->module = m;
     r->coll = coll;
@@ -271,6 +277,10 @@ static void complete(coll_zap_req_t *r, int rc)
     ompi_communicator_t *comm = r->module->comm;
     r->super.req_status.MPI_ERROR = rc;
     if (r->user_freed) {
+        /* No wait will complete it: Open MPI's callback (its release of a
+         * retained op or datatype) runs here. */
+        if (r->super.req_complete_cb != NULL)
+            r->super.req_complete_cb(&r->super);
         OMPI_REQUEST_FINI(&r->super);
         opal_free_list_return(&reqs, &r->super.super);
     } else {

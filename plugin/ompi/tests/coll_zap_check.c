@@ -1152,6 +1152,65 @@ static void nonblocking_mix(MPI_Comm comm, MPI_Comm other, const char *cname)
  * only if rank 0's wait inside the collective drives Open MPI's
  * point-to-point (the zap communicator's wait hook). A hang here fails the
  * run at its time limit. */
+/* A user op and derived datatypes freed between the post and the wait, as
+ * MPI allows: Open MPI's MPI layer keeps them alive by writing into the
+ * request the component returned (ompi_coll_base_retain_op/_datatypes), so
+ * that request must have the room and the calls must still complete and be
+ * right. Sizes inside every default window. */
+static void nonblocking_freed_objects(MPI_Comm comm, const char *cname)
+{
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    enum { N = 2048 };
+    int *a = xmalloc(N * sizeof(int)), *ar = xmalloc(N * sizeof(int)), *rd = xmalloc(N * sizeof(int));
+    int *sc = xmalloc(N * sizeof(int)), *bc = xmalloc(N * sizeof(int)), *rs = xmalloc(N * sizeof(int));
+    int *g = xmalloc((size_t)size * N * sizeof(int)), *sa = xmalloc((size_t)size * N * sizeof(int));
+    int *ra = xmalloc((size_t)size * N * sizeof(int)), *rsb = xmalloc((size_t)size * N * sizeof(int));
+    for (int i = 0; i < N; i++) {
+        a[i] = rank + i;
+        bc[i] = rank == 0 ? 3 * i : -1;
+    }
+    for (int i = 0; i < size * N; i++) {
+        sa[i] = rank * size * N + i;
+        rsb[i] = i + rank;
+    }
+    MPI_Op sum;
+    MPI_Datatype dup, block;
+    MPI_Request req[8];
+    int n = 0;
+    char kase[96];
+    snprintf(kase, sizeof(kase), "nonblocking.freed.%s", cname);
+    MPI_Op_create(user_sum_int, 1, &sum);
+    MPI_Type_dup(MPI_INT, &dup);
+    MPI_Type_contiguous(N, MPI_INT, &block);
+    MPI_Type_commit(&block);
+    check_rc(kase, MPI_Iallreduce(a, ar, N, MPI_INT, sum, comm, &req[n++]));
+    check_rc(kase, MPI_Ireduce(a, rd, N, MPI_INT, sum, 0, comm, &req[n++]));
+    check_rc(kase, MPI_Iscan(a, sc, N, MPI_INT, sum, comm, &req[n++]));
+    check_rc(kase, MPI_Ireduce_scatter_block(rsb, rs, N, dup, sum, comm, &req[n++]));
+    check_rc(kase, MPI_Ibcast(bc, N, dup, 0, comm, &req[n++]));
+    check_rc(kase, MPI_Iallgather(a, 1, block, g, 1, block, comm, &req[n++]));
+    check_rc(kase, MPI_Ialltoall(sa, N, dup, ra, 1, block, comm, &req[n++]));
+    MPI_Op_free(&sum);
+    MPI_Type_free(&dup);
+    MPI_Type_free(&block);
+    for (int k = 0; k < n; k++)
+        check_rc(kase, MPI_Wait(&req[k], MPI_STATUS_IGNORE));
+    int bad = 0;
+    for (int i = 0; i < N && !bad; i++) {
+        int total = size * i + size * (size - 1) / 2, prefix = (rank + 1) * i + rank * (rank + 1) / 2;
+        bad = ar[i] != total || (rank == 0 && rd[i] != total) || sc[i] != prefix || bc[i] != 3 * i ||
+              rs[i] != size * (rank * N + i) + size * (size - 1) / 2;
+    }
+    for (int q = 0; q < size && !bad; q++)
+        for (int i = 0; i < N && !bad; i++)
+            bad = g[q * N + i] != q + i || ra[q * N + i] != q * size * N + rank * N + i;
+    if (bad)
+        fail(kase, "wrong data");
+    free(a), free(ar), free(rd), free(sc), free(bc), free(rs), free(g), free(sa), free(ra), free(rsb);
+}
+
 static void blocking_progress(MPI_Comm comm, const char *cname)
 {
     int rank, size;
@@ -1229,6 +1288,7 @@ static void suite(MPI_Comm comm, const char *cname, int full, int check_order)
     MPI_Comm_dup(comm, &dup);
     nonblocking_mix(comm, dup, cname);
     MPI_Comm_free(&dup);
+    nonblocking_freed_objects(comm, cname);
     blocking_progress(comm, cname);
 }
 
