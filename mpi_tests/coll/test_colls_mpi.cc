@@ -480,11 +480,14 @@ TEST_F(CollsMpi, AlltoallAndAlltoallvMatchMpi)
 // 64 KiB on 2 ranks, 512 KiB on more (zap_scatter_shm_copy_max, scatter.h),
 // single copy beyond. Bytes, so that the totals land exactly at each
 // boundary on 3 ranks too; the area is filled and read in pieces of 32 KiB,
-// so a total of several pieces has blocks that end inside one.
+// so a total of several pieces has blocks that end inside one. Single copy's
+// readers of blocks up to 256 KiB read two at a time: 1.5 times the bound
+// gives such blocks on 4 ranks, 3 times larger ones.
 std::vector<size_t> scatter_totals(int ranks)
 {
     const size_t slot = 4032, copy_max = ranks <= 2 ? 64 << 10 : 512 << 10;
-    return {slot + 1, 2 * slot + 7, (32 << 10) * 3 + 5, copy_max - 1, copy_max, copy_max + 1, 3 * copy_max};
+    return {slot + 1,     2 * slot + 7,   (32 << 10) * 3 + 5,          copy_max - 1,
+            copy_max,     copy_max + 1,   copy_max + copy_max / 2, 3 * copy_max};
 }
 
 TEST_F(CollsMpi, ScatterAndScattervMatchMpiAtEverySharedMemorySize)

@@ -29,7 +29,9 @@
  * sendbuf where the segment permits single-copy reads and every rank's
  * buffers are host memory (a vote in the same exchange), as large exchange k
  * of the communicator (shm.h): each rank reads its block (process_vm_readv)
- * and publishes fin_seq = k; the root copies its own and returns once every
+ * and publishes fin_seq = k (a reader of a block up to 256 KiB reads only
+ * once the reader two places ahead of it, counting from the root's
+ * successor, has published); the root copies its own and returns once every
  * fin_seq holds k, since until then the others may still be reading its
  * sendbuf. Only reads cross processes, as in allreduce_cma.c. Otherwise every
  * rank takes the next candidate, the linear form over the transport. */
@@ -59,6 +61,12 @@ typedef struct sc_entry {
 } sc_entry_t;
 
 enum { CMA_TURN, CMA_READ, CMA_FIN };
+/* Readers of blocks up to CMA_WAVE_MAX_BYTES read CMA_WAVE at a time: many
+ * processes reading one process's memory at once (process_vm_readv) get in
+ * each other's way at these sizes, more than the wait for the reader ahead
+ * costs; larger blocks read best all at once (docs/performance.md). */
+#define CMA_WAVE 2
+#define CMA_WAVE_MAX_BYTES ((size_t)256 << 10)
 
 typedef struct sc_shm {
     sc_head_t head;    /* the root's table for scatter (no entries) */
@@ -201,8 +209,22 @@ static zap_status_t cma_progress(zap_coll_op_t *op)
         if ((st = zap_coll_shm_turn(op)) != ZAP_OK)
             return st;
         c->step = CMA_READ;
+        c->wait = (zap_coll_shm_wait_t){0, 0, 0};
     }
     uint64_t k = op->shm_big_seq;
+    if (c->step == CMA_READ && !root && c->bytes <= CMA_WAVE_MAX_BYTES) {
+        /* In waves: the reader CMA_WAVE places before this one in the order
+         * from the root's successor has read its block. */
+        int p = s->size, i = (s->rank - a->root - 1 + p) % p;
+        if (i >= CMA_WAVE) {
+            int pred = (a->root + 1 + i - CMA_WAVE) % p;
+            if (c->wait.seen == 0)
+                c->wait = (zap_coll_shm_wait_t){zap_coll_shm_all_ranks(s) & ~(UINT64_C(1) << pred), 0, 0};
+            if ((st = zap_coll_shm_gather(op, &s->ctl[0].fin_seq, sizeof(s->ctl[0]), zap_coll_shm_fin(k), true,
+                                          &c->wait)) != ZAP_OK)
+                return st;
+        }
+    }
     if (c->step == CMA_READ) {
         if (!root && c->bytes > 0 && (st = zap_coll_shm_read(op, a->root, a->dst, c->from, c->bytes)) != ZAP_OK)
             return st;
