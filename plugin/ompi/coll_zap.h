@@ -75,6 +75,7 @@ typedef enum coll_zap_why {
     COLL_ZAP_SIZE,         /* outside coll_zap_<coll>_min_bytes.._max_bytes, or zero bytes */
     COLL_ZAP_TYPE_OP,      /* a datatype or op zap has no counterpart for (user ops included) */
     COLL_ZAP_STOPPED,      /* zap is finalized or this communicator failed */
+    COLL_ZAP_CID,          /* the shape of Open MPI's own communicator-id agreement (coll_zap_route_cid) */
     COLL_ZAP_NWHY
 } coll_zap_why_t;
 
@@ -211,6 +212,21 @@ coll_zap_why_t coll_zap_route_sized(const coll_zap_module_t *m, coll_zap_coll_t 
  * it takes goes to zap whatever its memory, and zap learns that itself. */
 coll_zap_why_t coll_zap_route_kind(const coll_zap_module_t *m, coll_zap_coll_t coll, int nb, size_t bytes,
                                    const void *a, const void *b);
+/* COLL_ZAP_CID (counted) for a non-blocking call of the shape Open MPI's
+ * own communicator-id agreement posts on a parent communicator while
+ * MPI_Comm_dup/idup/split/create... run (ompi/communicator/comm_cid.c): one
+ * MPI_INT, MAX or MIN for iallreduce and ireduce (op NULL: an ibcast of one
+ * MPI_INT from root 0). Its later rounds are posted from Open MPI's progress
+ * engine, whenever each rank's previous round completes, so ranks post them
+ * in different places among the program's own collectives on that
+ * communicator; zap orders every call on a communicator alike and would
+ * report the program's next collective as a mismatch. Below, in Open MPI's
+ * non-blocking component, they match apart from the blocking ones, as they
+ * do without zap. The shape depends on arguments every rank passes alike;
+ * a program's own call of that shape is served below too. Else
+ * COLL_ZAP_TAKEN. */
+coll_zap_why_t coll_zap_route_cid(coll_zap_coll_t coll, int nb, int count, ompi_datatype_t *dtype,
+                                  struct ompi_op_t *op, int root);
 /* Whether buf (not MPI_IN_PLACE) is CUDA device or managed memory. */
 bool coll_zap_gpu_memory(const void *buf);
 /* Whether buf is device memory, which the CPU cannot touch (no packing). */

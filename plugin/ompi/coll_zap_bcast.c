@@ -27,7 +27,9 @@ static int run(void *buf, int count, ompi_datatype_t *dtype, int root, ompi_comm
 {
     int nb = request != NULL;
     size_t bytes = coll_zap_bytes(dtype, count);
-    coll_zap_why_t why = coll_zap_route_kind(m, COLL_ZAP_BCAST, nb, bytes, buf, NULL);
+    coll_zap_why_t why = coll_zap_route_cid(COLL_ZAP_BCAST, nb, count, dtype, NULL, root);
+    if (why == COLL_ZAP_TAKEN)
+        why = coll_zap_route_kind(m, COLL_ZAP_BCAST, nb, bytes, buf, NULL);
     if (why == COLL_ZAP_STOPPED && m->failed)
         return MPI_ERR_OTHER;
     if (why != COLL_ZAP_TAKEN)

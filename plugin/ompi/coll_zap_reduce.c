@@ -24,7 +24,9 @@ static int run(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype, 
                ompi_communicator_t *comm, ompi_request_t **request, coll_zap_module_t *m)
 {
     int nb = request != NULL;
-    coll_zap_why_t why = coll_zap_route_sized(m, COLL_ZAP_REDUCE, nb, coll_zap_bytes(dtype, count));
+    coll_zap_why_t why = coll_zap_route_cid(COLL_ZAP_REDUCE, nb, count, dtype, op, root);
+    if (why == COLL_ZAP_TAKEN)
+        why = coll_zap_route_sized(m, COLL_ZAP_REDUCE, nb, coll_zap_bytes(dtype, count));
     zap_dtype_t dt = ZAP_DT_UINT8;
     zap_op_t zop = ZAP_OP_SUM;
     size_t n = 0;

@@ -88,7 +88,18 @@ const coll_zap_route_t coll_zap_routes[COLL_ZAP_NCOLLS] = {
                          "2:512,8:128k,16:1m", "0", true},
 };
 
-static const char *const why_names[COLL_ZAP_NWHY] = {"zap", "off", "size", "type_op", "stopped"};
+static const char *const why_names[COLL_ZAP_NWHY] = {"zap", "off", "size", "type_op", "stopped", "cid"};
+
+coll_zap_why_t coll_zap_route_cid(coll_zap_coll_t coll, int nb, int count, ompi_datatype_t *dtype,
+                                  struct ompi_op_t *op, int root)
+{
+    if (!nb || count != 1 || dtype != MPI_INT || (op == NULL ? root != 0 : op != MPI_MAX && op != MPI_MIN))
+        return COLL_ZAP_TAKEN;
+    coll_zap_count(coll, nb, COLL_ZAP_CID);
+    COLL_ZAP_VERBOSE(3, "i%s of one MPI_INT to the previous module (cid: Open MPI's communicator-id shape)",
+                     coll_zap_routes[coll].name);
+    return COLL_ZAP_CID;
+}
 
 void coll_zap_count(coll_zap_coll_t coll, int nb, coll_zap_why_t why)
 {

@@ -1211,6 +1211,45 @@ static void nonblocking_freed_objects(MPI_Comm comm, const char *cname)
     free(a), free(ar), free(rd), free(sc), free(bc), free(rs), free(g), free(sa), free(ra), free(rsb);
 }
 
+/* Communicators duplicated without blocking while the program goes on with
+ * blocking calls on the parent (MPICH's comm_idup_comm does this): Open MPI
+ * agrees on each new communicator's id with non-blocking collectives on the
+ * parent that its progress engine posts whenever a rank's previous round is
+ * done, so they fall among the program's own calls at different places on
+ * different ranks. zap hands those below (coll_zap_route_cid); the
+ * program's calls stay in order. */
+static void idup_pending(MPI_Comm comm, const char *cname)
+{
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    enum { K = 5 };
+    MPI_Comm dups[K], dup, split;
+    MPI_Request req[K];
+    char kase[96];
+    snprintf(kase, sizeof(kase), "idup.pending.%s", cname);
+    for (int k = 0; k < K; k++)
+        check_rc(kase, MPI_Comm_idup(comm, &dups[k], &req[k]));
+    check_rc(kase, MPI_Comm_dup(comm, &dup));
+    check_rc(kase, MPI_Comm_split(comm, rank % 2, size - rank, &split));
+    int mine[2] = {rank, 7 * rank}, *all = xmalloc((size_t)size * 2 * sizeof(int));
+    check_rc(kase, MPI_Allgather(mine, 2, MPI_INT, all, 2, MPI_INT, comm));
+    check_rc(kase, MPI_Waitall(K, req, MPI_STATUSES_IGNORE));
+    for (int q = 0; q < size; q++)
+        if (all[2 * q] != q || all[2 * q + 1] != 7 * q)
+            fail(kase, "wrong allgather");
+    for (int k = 0; k < K; k++) {
+        int sum = 0;
+        check_rc(kase, MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, dups[k]));
+        if (sum != size * (size - 1) / 2)
+            fail(kase, "wrong sum on a duplicate");
+        MPI_Comm_free(&dups[k]);
+    }
+    MPI_Comm_free(&dup);
+    MPI_Comm_free(&split);
+    free(all);
+}
+
 static void blocking_progress(MPI_Comm comm, const char *cname)
 {
     int rank, size;
@@ -1289,6 +1328,7 @@ static void suite(MPI_Comm comm, const char *cname, int full, int check_order)
     nonblocking_mix(comm, dup, cname);
     MPI_Comm_free(&dup);
     nonblocking_freed_objects(comm, cname);
+    idup_pending(comm, cname);
     blocking_progress(comm, cname);
 }
 
