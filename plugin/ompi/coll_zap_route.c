@@ -32,23 +32,22 @@
  * still is). A window is one range per rank count, so a dip inside it stays;
  * reduce's maximum on 2 and 3 ranks declines the large calls where Open
  * MPI's reduce won. OSU's osu_* latency benchmarks through the component
- * on the H200 host (2, 8, 16 ranks, two runs) moved allreduce's and
- * allgather's 2-rank start to 1 KiB, reduce's 16-rank start to 64 KiB,
- * started reduce_scatter at 512 B on 2 and 3 ranks, and gave gather its
- * windows (8 KiB on 2 ranks; a maximum where Open MPI's gather of large
- * blocks won). Scan and exscan take the windows zap-perf coll's figures
- * give. */
+ * on the H200 host (2, 8, 16 ranks, two runs) moved reduce's 16-rank
+ * start to 64 KiB and gave gather a maximum where Open MPI's gather of
+ * large blocks won; the dips they showed at the first size zap took in a
+ * run moved with the window, so no start moved for those. Scan and exscan
+ * take the windows zap-perf coll's figures give. */
 const coll_zap_route_t coll_zap_routes[COLL_ZAP_NCOLLS] = {
     [COLL_ZAP_ALLREDUCE] = {"allreduce", "bytes of the vector (count x type size)",
                             (coll_zap_fn_t)coll_zap_allreduce, (coll_zap_fn_t)coll_zap_iallreduce,
-                            SLOT(allreduce), SLOT(iallreduce), PREV(allreduce), PREV(iallreduce), "2:1k,4:0", "0",
+                            SLOT(allreduce), SLOT(iallreduce), PREV(allreduce), PREV(iallreduce), "2:512,4:0", "0",
                             true},
     [COLL_ZAP_BCAST] = {"bcast", "bytes of the message (count x type size)", (coll_zap_fn_t)coll_zap_bcast,
                         (coll_zap_fn_t)coll_zap_ibcast, SLOT(bcast), SLOT(ibcast), PREV(bcast), PREV(ibcast),
                         "2:512,4:16,8:0", "0", true},
     [COLL_ZAP_ALLGATHER] = {"allgather", "bytes of one rank's block (recvcount x recvtype size)",
                             (coll_zap_fn_t)coll_zap_allgather, (coll_zap_fn_t)coll_zap_iallgather,
-                            SLOT(allgather), SLOT(iallgather), PREV(allgather), PREV(iallgather), "2:1k,4:0", "0",
+                            SLOT(allgather), SLOT(iallgather), PREV(allgather), PREV(iallgather), "2:512,4:0", "0",
                             true},
     [COLL_ZAP_ALLGATHERV] = {"allgatherv", "bytes gathered divided by the number of ranks",
                              (coll_zap_fn_t)coll_zap_allgatherv, (coll_zap_fn_t)coll_zap_iallgatherv,
@@ -67,7 +66,7 @@ const coll_zap_route_t coll_zap_routes[COLL_ZAP_NCOLLS] = {
     [COLL_ZAP_REDUCE_SCATTER] = {"reduce_scatter", "bytes of the whole vector divided by the number of ranks",
                                  (coll_zap_fn_t)coll_zap_reduce_scatter, (coll_zap_fn_t)coll_zap_ireduce_scatter,
                                  SLOT(reduce_scatter), SLOT(ireduce_scatter), PREV(reduce_scatter),
-                                 PREV(ireduce_scatter), "2:512,4:0", "0", true},
+                                 PREV(ireduce_scatter), "0", "0", true},
     [COLL_ZAP_REDUCE_SCATTER_BLOCK] = {"reduce_scatter_block", "bytes of one rank's block",
                                        (coll_zap_fn_t)coll_zap_reduce_scatter_block,
                                        (coll_zap_fn_t)coll_zap_ireduce_scatter_block, SLOT(reduce_scatter_block),
@@ -75,7 +74,7 @@ const coll_zap_route_t coll_zap_routes[COLL_ZAP_NCOLLS] = {
                                        PREV(ireduce_scatter_block), "0", "0", true},
     [COLL_ZAP_GATHER] = {"gather", "bytes of one rank's block", (coll_zap_fn_t)coll_zap_gather,
                          (coll_zap_fn_t)coll_zap_igather, SLOT(gather), SLOT(igather), PREV(gather), PREV(igather),
-                         "2:8k,4:4k", "2:512k,8:256k,16:128k", true},
+                         "4k", "2:512k,8:256k,16:128k", true},
     /* No size window: only the root knows the counts. */
     [COLL_ZAP_GATHERV] = {"gatherv", NULL, (coll_zap_fn_t)coll_zap_gatherv, (coll_zap_fn_t)coll_zap_igatherv,
                           SLOT(gatherv), SLOT(igatherv), PREV(gatherv), PREV(igatherv), "0", "0", true},
