@@ -33,10 +33,11 @@
  * reduce's maximum on 2 and 3 ranks declines the large calls where Open
  * MPI's reduce won. OSU's osu_* latency benchmarks through the component
  * on the H200 host (2, 8, 16 ranks, two runs) moved reduce's 16-rank
- * start to 64 KiB and gave gather a maximum where Open MPI's gather of
- * large blocks won; the dips they showed at the first size zap took in a
- * run moved with the window, so no start moved for those. Scan and exscan
- * take the windows zap-perf coll's figures give. */
+ * start to 64 KiB, started reduce_scatter at 512 B per rank on 2 and 3
+ * ranks (Open MPI won at every smaller size) and gave gather a maximum
+ * where Open MPI's gather of large blocks won; single dips at the first
+ * size zap took in a run moved with the window, so no start moved for
+ * those. Scan and exscan take the windows zap-perf coll's figures give. */
 const coll_zap_route_t coll_zap_routes[COLL_ZAP_NCOLLS] = {
     [COLL_ZAP_ALLREDUCE] = {"allreduce", "bytes of the vector (count x type size)",
                             (coll_zap_fn_t)coll_zap_allreduce, (coll_zap_fn_t)coll_zap_iallreduce,
@@ -66,7 +67,7 @@ const coll_zap_route_t coll_zap_routes[COLL_ZAP_NCOLLS] = {
     [COLL_ZAP_REDUCE_SCATTER] = {"reduce_scatter", "bytes of the whole vector divided by the number of ranks",
                                  (coll_zap_fn_t)coll_zap_reduce_scatter, (coll_zap_fn_t)coll_zap_ireduce_scatter,
                                  SLOT(reduce_scatter), SLOT(ireduce_scatter), PREV(reduce_scatter),
-                                 PREV(ireduce_scatter), "0", "0", true},
+                                 PREV(ireduce_scatter), "2:512,4:0", "0", true},
     [COLL_ZAP_REDUCE_SCATTER_BLOCK] = {"reduce_scatter_block", "bytes of one rank's block",
                                        (coll_zap_fn_t)coll_zap_reduce_scatter_block,
                                        (coll_zap_fn_t)coll_zap_ireduce_scatter_block, SLOT(reduce_scatter_block),
