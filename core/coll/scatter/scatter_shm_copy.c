@@ -59,12 +59,15 @@ bool zap_scatter_shm_copies(const zap_coll_shm_t *s, size_t total)
     return total <= zap_scatter_shm_copy_max(s->size) && s->big_bytes != 0 && total <= s->big_bytes;
 }
 
-/* Publishes that the area holds its first done bytes (whole units only, so
- * a reader never sees a unit the root is still writing). */
-static void publish(zap_coll_shm_t *s, uint64_t k, size_t done)
+/* Publishes that the area holds its first units * UNIT bytes (the last
+ * unit may end at the total). */
+static void publish(zap_coll_shm_t *s, uint64_t k, size_t units)
 {
-    atomic_store_explicit(&s->ctl[s->rank].in_seq, zap_coll_shm_tag(k, done / UNIT), memory_order_release);
+    atomic_store_explicit(&s->ctl[s->rank].in_seq, zap_coll_shm_tag(k, units), memory_order_release);
 }
+
+/* The units that hold the first bytes bytes of the area. */
+static size_t units_to(size_t bytes) { return (bytes + UNIT - 1) / UNIT; }
 
 /* n bytes from src into the area at off, publishing after each piece. */
 static void fill(zap_coll_op_t *op, uint64_t k, size_t off, const unsigned char *src, size_t n)
@@ -74,8 +77,8 @@ static void fill(zap_coll_op_t *op, uint64_t k, size_t off, const unsigned char 
         size_t m = n < PIECE - off % PIECE ? n : PIECE - off % PIECE;
         zap_coll_copy(op, s->big_out + off, src, m);
         off += m, src += m, n -= m;
-        if (off % PIECE == 0)
-            publish(s, k, off);
+        if (off % PIECE == 0) /* whole units only: a reader never sees one the root is still writing */
+            publish(s, k, off / UNIT);
     }
 }
 
@@ -99,9 +102,7 @@ static void pack(zap_coll_op_t *op, uint64_t k, size_t total, size_t own_at, siz
             off += n;
         }
     }
-    /* The last partial unit too: a reader waits for the units its block ends in. */
-    atomic_store_explicit(&s->ctl[s->rank].in_seq, zap_coll_shm_tag(k, (total + UNIT - 1) / UNIT),
-                          memory_order_release);
+    publish(s, k, units_to(total)); /* the last partial unit too */
 }
 
 static zap_status_t copy_progress(zap_coll_op_t *op)
@@ -129,7 +130,7 @@ static zap_status_t copy_progress(zap_coll_op_t *op)
         if (a->counts == NULL) /* scatterv's root copied its own with the table (scatter_shm.c) */
             zap_coll_copy(op, a->dst, (const unsigned char *)a->src + c->at, c->bytes);
     } else {
-        uint64_t in = zap_coll_shm_tag(k, (c->at + c->bytes + UNIT - 1) / UNIT);
+        uint64_t in = zap_coll_shm_tag(k, units_to(c->at + c->bytes));
         if ((st = zap_coll_shm_gather(op, &s->ctl[0].in_seq, sizeof(s->ctl[0]), in, true, &c->wait)) != ZAP_OK)
             return st;
         zap_coll_copy(op, a->dst, s->big_out + c->at, c->bytes);

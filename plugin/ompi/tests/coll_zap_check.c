@@ -1147,11 +1147,6 @@ static void nonblocking_mix(MPI_Comm comm, MPI_Comm other, const char *cname)
     free(ring_in);
 }
 
-/* A blocking collective whose last rank comes late, stuck first in a
- * rendezvous send to rank 0: that send, and so the collective, can finish
- * only if rank 0's wait inside the collective drives Open MPI's
- * point-to-point (the zap communicator's wait hook). A hang here fails the
- * run at its time limit. */
 /* A user op and derived datatypes freed between the post and the wait, as
  * MPI allows: Open MPI's MPI layer keeps them alive by writing into the
  * request the component returned (ompi_coll_base_retain_op/_datatypes), so
@@ -1250,6 +1245,11 @@ static void idup_pending(MPI_Comm comm, const char *cname)
     free(all);
 }
 
+/* A blocking collective whose last rank comes late, stuck first in a
+ * rendezvous send to rank 0: that send, and so the collective, can finish
+ * only if rank 0's wait inside the collective drives Open MPI's
+ * point-to-point (the zap communicator's wait hook). A hang here fails the
+ * run at its time limit. */
 static void blocking_progress(MPI_Comm comm, const char *cname)
 {
     int rank, size;
