@@ -31,13 +31,10 @@
  * either machine end (docs/mpi.md, "Defaults", lists larger sizes where it
  * still is). A window is one range per rank count, so a dip inside it stays;
  * reduce's maximum on 2 and 3 ranks declines the large calls where Open
- * MPI's reduce won. OSU's osu_* latency benchmarks through the component
- * on the H200 host (2, 8, 16 ranks, two runs) moved reduce's 16-rank
- * start to 64 KiB, started reduce_scatter at 512 B per rank on 2 and 3
- * ranks (Open MPI won at every smaller size) and gave gather a maximum
- * where Open MPI's gather of large blocks won; single dips at the first
- * size zap took in a run moved with the window, so no start moved for
- * those. Scan and exscan take the windows zap-perf coll's figures give. */
+ * MPI's reduce won. reduce's 16-rank start, reduce_scatter's 2- and
+ * 3-rank start and gather's maxima follow OSU's osu_* benchmarks through
+ * the component (docs/performance.md); scan and exscan take the windows
+ * zap-perf coll's figures give. */
 const coll_zap_route_t coll_zap_routes[COLL_ZAP_NCOLLS] = {
     [COLL_ZAP_ALLREDUCE] = {"allreduce", "bytes of the vector (count x type size)",
                             (coll_zap_fn_t)coll_zap_allreduce, (coll_zap_fn_t)coll_zap_iallreduce,
