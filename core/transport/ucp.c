@@ -31,6 +31,7 @@
 #include "transport/ucp_notice.h"
 #include "transport/ucp_worker.h"
 #include "transport/ucp_oob.h"
+#include "transport/ucp_warm.h"
 #include "transport/peer_class.h"
 #include "pool/backing.h"
 #include "base/config_table.h"
@@ -511,6 +512,8 @@ static zap_status_t peer_ep(ucp_transport_t *u, int peer, ucp_ep_h *ep_p)
         if (st != ZAP_OK)
             return st;
         p->peer_errors = want;
+        if (p->cls == ZAP_PEER_SAME_HOST)
+            zap_ucp_warm_peer(p->ep);
     }
     *ep_p = p->ep;
     return ZAP_OK;
@@ -1320,6 +1323,7 @@ static zap_status_t create(MPI_Comm comm, const zap_ucp_oob_t *oob, zap_pool_t *
         return st;
     }
     zap_log_set_rank(u->w.rank);
+    st = zap_ucp_warm_listen(u->w.worker, u->w.rank);
     u->staging = staging != 2; /* auto|prefetch|none */
     u->hook_slot = -1;
     u->first_failed = -1;

@@ -147,7 +147,7 @@ static zap_status_t open_ucp(zap_ucp_worker_t *w, double timeout_s)
     memset(&params, 0, sizeof(params));
     params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED |
                         UCP_PARAM_FIELD_ESTIMATED_NUM_EPS;
-    params.features = UCP_FEATURE_TAG;
+    params.features = UCP_FEATURE_TAG | UCP_FEATURE_AM; /* AM: the shared-memory warm-up (ucp_warm.h) */
     /* The context is shared with pool hooks that map chunks from any thread. */
     params.mt_workers_shared = 1;
     params.estimated_num_eps = (size_t)w->size;

@@ -216,6 +216,28 @@ void zap_coll_shm_check(const zap_coll_shm_map_t *m, int rank, int p, bool want_
         ok[1] = q == rank || can_read_peer(h, rank, q);
 }
 
+/* Makes the segment's eager part (slots, done lines, the large area's flags)
+ * ready for this process to write, now. Exchange k uses bank k % banks, so
+ * otherwise each of a communicator's first banks-many calls would meet pages
+ * it has not touched yet, and a first touch costs microseconds, more than a
+ * whole small call: a program timing its first calls would see them run
+ * several times slower (docs/collectives.md, "Shared memory"). The page
+ * tables are filled in one go (MADV_POPULATE_WRITE, Linux 5.14), then every
+ * page is written once, by an atomic add of zero to its first word: in a
+ * virtual machine whose memory the host backs lazily, the first write to a
+ * page costs a trap to the host even with the page mapped. Other ranks may be
+ * using the segment already; the add changes no value and is atomic with
+ * their stores, and every page's first word is a sequence word, a flag or
+ * the head's magic. */
+static void prefault(void *base, size_t bytes)
+{
+#ifdef MADV_POPULATE_WRITE
+    (void)madvise(base, bytes, MADV_POPULATE_WRITE); /* refused by older kernels: the adds fault instead */
+#endif
+    for (size_t at = 0; at < bytes; at += ZAP_COLL_SHM_SLOT_BYTES)
+        (void)__atomic_fetch_add((uint64_t *)((unsigned char *)base + at), 0, __ATOMIC_RELAXED);
+}
+
 zap_status_t zap_coll_shm_adopt(zap_coll_shm_map_t *m, int rank, int p, bool cma, zap_coll_shm_t **shm_p)
 {
     const seg_head_t *h = m->base;
@@ -244,6 +266,7 @@ zap_status_t zap_coll_shm_adopt(zap_coll_shm_map_t *m, int rank, int p, bool cma
         s->big_in = at + ctl_bytes(p);
         s->big_out = s->big_in + s->big_bytes * (size_t)p;
     }
+    prefault(s->base, small_bytes(p) + (s->big_bytes > 0 ? ctl_bytes(p) : 0));
     m->base = NULL;
     m->fd = -1;
     *shm_p = s;
