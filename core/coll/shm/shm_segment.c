@@ -217,25 +217,35 @@ void zap_coll_shm_check(const zap_coll_shm_map_t *m, int rank, int p, bool want_
 }
 
 /* Makes the segment's eager part (slots, done lines, the large area's flags)
- * ready for this process to write, now. Exchange k uses bank k % banks, so
- * otherwise each of a communicator's first banks-many calls would meet pages
- * it has not touched yet, and a first touch costs microseconds, more than a
- * whole small call: a program timing its first calls would see them run
- * several times slower (docs/collectives.md, "Shared memory"). The page
- * tables are filled in one go (MADV_POPULATE_WRITE, Linux 5.14), then every
- * page is written once, by an atomic add of zero to its first word: in a
- * virtual machine whose memory the host backs lazily, the first write to a
- * page costs a trap to the host even with the page mapped. Other ranks may be
- * using the segment already; the add changes no value and is atomic with
- * their stores, and every page's first word is a sequence word, a flag or
- * the head's magic. */
-static void prefault(void *base, size_t bytes)
+ * ready for this process, now. Exchange k uses bank k % banks, so otherwise
+ * each of a communicator's first banks-many calls would meet pages it has not
+ * touched yet, and a first touch costs microseconds, more than a whole small
+ * call: a program timing its first calls saw them run several times slower
+ * (docs/collectives.md, "Shared memory"). The page tables are filled in one
+ * go (MADV_POPULATE_WRITE, Linux 5.14; elsewhere a read of each page, whose
+ * fault maps shared memory writable). Then the pages this rank writes (its
+ * slot in each bank, its done line, its flags) are written once, by an atomic
+ * add of zero to their sequence words: in a virtual machine whose host tracks
+ * a process's first write to each page, that write costs a trap even with the
+ * page mapped. Other ranks may be using the segment already; the adds change
+ * no value. Pages this rank only reads are not written. */
+static void prefault(zap_coll_shm_t *s, size_t bytes)
 {
+    unsigned char *base = s->base;
 #ifdef MADV_POPULATE_WRITE
-    (void)madvise(base, bytes, MADV_POPULATE_WRITE); /* refused by older kernels: the adds fault instead */
+    (void)madvise(base, bytes, MADV_POPULATE_WRITE);
 #endif
     for (size_t at = 0; at < bytes; at += ZAP_COLL_SHM_SLOT_BYTES)
-        (void)__atomic_fetch_add((uint64_t *)((unsigned char *)base + at), 0, __ATOMIC_RELAXED);
+        (void)*(volatile const unsigned char *)(base + at);
+    for (uint64_t k = 0; k < s->banks; k++)
+        (void)atomic_fetch_add_explicit(&zap_coll_shm_slot(s, k, s->rank)->seq, 0, memory_order_relaxed);
+    (void)atomic_fetch_add_explicit(s->done_line + 8 * (size_t)s->rank, 0, memory_order_relaxed);
+    if (s->ctl != NULL) { /* a line each: whatever page boundary crosses the rank's flags */
+        zap_coll_shm_ctl_t *c = &s->ctl[s->rank];
+        (void)atomic_fetch_add_explicit(&c->in_seq, 0, memory_order_relaxed);
+        (void)atomic_fetch_add_explicit(&c->red_seq, 0, memory_order_relaxed);
+        (void)atomic_fetch_add_explicit(&c->fin_seq, 0, memory_order_relaxed);
+    }
 }
 
 zap_status_t zap_coll_shm_adopt(zap_coll_shm_map_t *m, int rank, int p, bool cma, zap_coll_shm_t **shm_p)
@@ -266,7 +276,7 @@ zap_status_t zap_coll_shm_adopt(zap_coll_shm_map_t *m, int rank, int p, bool cma
         s->big_in = at + ctl_bytes(p);
         s->big_out = s->big_in + s->big_bytes * (size_t)p;
     }
-    prefault(s->base, small_bytes(p) + (s->big_bytes > 0 ? ctl_bytes(p) : 0));
+    prefault(s, small_bytes(p) + (s->big_bytes > 0 ? ctl_bytes(p) : 0));
     m->base = NULL;
     m->fd = -1;
     *shm_p = s;
