@@ -662,9 +662,9 @@ TEST_F(Ucp, ThreadsShareOneTransport)
 
 // The first connection to a peer on this host warms UCX's shared-memory
 // ring of receive buffers on both sides (ucp_warm.h): after one round trip,
-// a ring's worth of eager messages more (UCX's default: 64 buffers) takes no
-// page faults in either process. Without the warm-up each of the first 64
-// messages faults on the sender's and the receiver's pages of its buffer.
+// a ring's worth of eager messages more (UCX 1.13's default: 64 buffers)
+// takes no page faults in either process. Without the warm-up each of the
+// first 64 messages faults on the sender's and the receiver's pages of its buffer.
 // Over TCP nothing faults either way. A transport of its own, so that no
 // earlier test has connected the pair.
 TEST(UcpWarm, MessagesAfterTheFirstToAPeerOnThisHostTakeNoPageFaults)

@@ -2,11 +2,14 @@
 #include "transport/ucp_warm.h"
 #include "base/log.h"
 
-/* A ring's worth of messages of about one receive buffer each: UCX's default
- * FIFO depth, and a size below its default buffer (8256 bytes) less the
- * headers, so each message fills one buffer. A ring set larger than the
- * default is warmed in part; the rest warms as it is used, as before. */
-#define WARM_MESSAGES 64
+/* A ring's worth of messages of about one receive buffer each, at a size
+ * below the default buffer (8256 bytes) less the headers, so each message
+ * fills one buffer. UCX 1.13's ring holds 64 buffers; with UCX 1.16 (the
+ * GPU host) 64 messages still left a 4 KiB gather's root faulting on every
+ * call for its first 100-200 calls, 256 did not (docs/transport.md,
+ * "Warm-up"). Where the ring is shallower, the extra messages go round the
+ * pages already warmed; a deeper one is warmed in part. */
+#define WARM_MESSAGES 256
 #define WARM_BYTES 8192
 #define PAGE 4096
 

@@ -2,13 +2,13 @@
  * transport first connects to it (ucp.c).
  *
  * UCX's shared-memory transports (sysv, posix) pass each message through a
- * ring of receive buffers in the receiver's segment (UCX_MM_FIFO_SIZE, 64 by
- * default, of UCX_MM_SEG_SIZE bytes each), which the sender writes through its
+ * ring of receive buffers in the receiver's segment (UCX_MM_FIFO_SIZE of
+ * UCX_MM_SEG_SIZE bytes each: 64 in UCX 1.13), which the sender writes through its
  * own mapping of that segment and the receiver reads through its own. Both
  * mappings start empty, so every buffer's first use takes page faults on both
  * sides, and a first-touch fault costs more than a whole small message: the
- * first 64 messages of a few KiB each between two ranks cost tens of
- * microseconds more than the rest (a 4 KiB gather on 2 ranks: 60-70 us against
+ * first ring's worth of messages of a few KiB each between two ranks cost
+ * microseconds more each than the rest (a 4 KiB gather on 2 ranks: 60-70 us against
  * 2 us on the 2-core VM), and a program that times its first calls sees that.
  * So at the first connection to a same-host peer the sender sends one ring's
  * worth of buffer-sized active messages, fire and forget, which the receiver
