@@ -4,9 +4,8 @@
 
 /* A ring's worth of messages of about one receive buffer each, at a size
  * below the default buffer (8256 bytes) less the headers, so each message
- * fills one buffer. UCX 1.13's ring holds 64 buffers; with UCX 1.16 (the
- * GPU host) 64 messages still left a 4 KiB gather's root faulting on every
- * call for its first 100-200 calls, 256 did not (docs/transport.md,
+ * fills one buffer. UCX 1.13's ring holds 64 buffers; with UCX 1.16 64
+ * messages left the first calls faulting, 256 did not (docs/transport.md,
  * "Warm-up"). Where the ring is shallower, the extra messages go round the
  * pages already warmed; a deeper one is warmed in part. */
 #define WARM_MESSAGES 256

@@ -8,8 +8,8 @@
  * mappings start empty, so every buffer's first use takes page faults on both
  * sides, and a first-touch fault costs more than a whole small message: the
  * first ring's worth of messages of a few KiB each between two ranks cost
- * microseconds more each than the rest (a 4 KiB gather on 2 ranks: 60-70 us against
- * 2 us on the 2-core VM), and a program that times its first calls sees that.
+ * several times what the rest do (docs/transport.md, "Warm-up"), and a
+ * program that times its first calls sees that.
  * So at the first connection to a same-host peer the sender sends one ring's
  * worth of buffer-sized active messages, fire and forget, which the receiver
  * reads page by page and drops: both sides fault once, together, inside that

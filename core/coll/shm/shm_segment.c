@@ -222,13 +222,14 @@ void zap_coll_shm_check(const zap_coll_shm_map_t *m, int rank, int p, bool want_
  * touched yet, and a first touch costs microseconds, more than a whole small
  * call: a program timing its first calls saw them run several times slower
  * (docs/collectives.md, "Shared memory"). The page tables are filled in one
- * go (MADV_POPULATE_WRITE, Linux 5.14; elsewhere a read of each page, whose
- * fault maps shared memory writable). Then the pages this rank writes (its
- * slot in each bank, its done line, its flags) are written once, by an atomic
- * add of zero to their sequence words: in a virtual machine whose host tracks
- * a process's first write to each page, that write costs a trap even with the
- * page mapped. Other ranks may be using the segment already; the adds change
- * no value. Pages this rank only reads are not written. */
+ * go (MADV_POPULATE_WRITE, Linux 5.14), then every page is read once and the
+ * pages this rank writes (its slot in each bank, its done line, its flags)
+ * are written once, by an atomic add of zero to their sequence words: in a
+ * virtual machine like the CI one, a process's first access to a page costs
+ * a trap even with the page mapped (and where madvise is refused, the read's
+ * fault maps shared memory writable). Other ranks may be using the segment
+ * already; the adds change no value. Pages this rank only reads are not
+ * written. */
 static void prefault(zap_coll_shm_t *s, size_t bytes)
 {
     unsigned char *base = s->base;
