@@ -240,7 +240,7 @@ static void prefault(zap_coll_shm_t *s, size_t bytes)
         (void)*(volatile const unsigned char *)(base + at);
     for (uint64_t k = 0; k < s->banks; k++)
         (void)atomic_fetch_add_explicit(&zap_coll_shm_slot(s, k, s->rank)->seq, 0, memory_order_relaxed);
-    (void)atomic_fetch_add_explicit(s->done_line + 8 * (size_t)s->rank, 0, memory_order_relaxed);
+    (void)atomic_fetch_add_explicit(zap_coll_shm_done_line(s, s->rank), 0, memory_order_relaxed);
     if (s->ctl != NULL) { /* a line each: whatever page boundary crosses the rank's flags */
         zap_coll_shm_ctl_t *c = &s->ctl[s->rank];
         (void)atomic_fetch_add_explicit(&c->in_seq, 0, memory_order_relaxed);
