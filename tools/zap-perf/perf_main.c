@@ -5,6 +5,7 @@
  *   mpirun -np N zap-perf comm [--reps R]   communicator creation (perf_comm.c, when built)
  *   mpirun -np N zap-perf mpi [options]     MPI collectives through MPI, Open MPI against the
  *                                           zap coll component (perf_mpi.c)
+ *   mpirun -np N zap-perf first [options]   each of the first calls of one MPI collective (perf_first.c)
  *   zap-perf copy [options]                 zap_copy against memcpy (perf_copy.c)
  *
  * The first argument picks the mode; the mode parses the rest. MPI is
@@ -16,6 +17,7 @@
 
 int perf_mpi_main(int argc, char **argv);
 int perf_copy_main(int argc, char **argv);
+int perf_first_main(int argc, char **argv);
 
 typedef struct {
     const char *name;
@@ -30,6 +32,7 @@ static const perf_mode_t modes[] = {
     {"comm", perf_comm_main, "communicator creation, shared-memory segment on and off"},
 #endif
     {"mpi", perf_mpi_main, "MPI collectives through MPI: Open MPI's choice against the zap coll component"},
+    {"first", perf_first_main, "each of a process's first calls of one MPI collective, with page faults"},
     {"copy", perf_copy_main, "the collectives' byte copy against memcpy (one process)"},
 };
 
