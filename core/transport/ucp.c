@@ -363,7 +363,7 @@ static void log_failure(ucp_transport_t *u, int i)
                   ucs_status_string(p->fail_status), u->first_failed);
 }
 
-static zap_status_t peer_ep(ucp_transport_t *u, int peer, ucp_ep_h *ep_p);
+static zap_status_t peer_ep_for(ucp_transport_t *u, int peer, bool warm, ucp_ep_h *ep_p);
 static void handle_failures(ucp_transport_t *u);
 
 /* A post or blocking call that UCX refuses because the peer is gone, before
@@ -403,7 +403,7 @@ static void send_notices(ucp_transport_t *u)
     if (eps == NULL)
         return;
     for (int i = 0; i < n; i++)
-        if (i != u->base.rank && !u->peers[i].failed && peer_ep(u, i, &eps[i]) != ZAP_OK)
+        if (i != u->base.rank && !u->peers[i].failed && peer_ep_for(u, i, false, &eps[i]) != ZAP_OK)
             eps[i] = NULL;
     double wait = u->base.timeout_s < 0.2 ? u->base.timeout_s : 0.2;
     zap_ucp_notice_send(u->w.worker, &u->notice, u->base.rank, u->first_failed, eps, n, zap_clock_now() + wait);
@@ -483,7 +483,10 @@ static inline void progress_locked(ucp_transport_t *u)
 
 /* ---- posting ------------------------------------------------------------ */
 
-static zap_status_t peer_ep(ucp_transport_t *u, int peer, ucp_ep_h *ep_p)
+/* The endpoint to peer, created at first use. warm: a same-host peer's
+ * first endpoint also warms its receive ring (ucp_warm.h) — for traffic, not
+ * for a notice about a failure, whose peer may be the next to go. */
+static zap_status_t peer_ep_for(ucp_transport_t *u, int peer, bool warm, ucp_ep_h *ep_p)
 {
     ucp_peer_t *p = &u->peers[peer];
     if (p->failed) {
@@ -494,16 +497,18 @@ static zap_status_t peer_ep(ucp_transport_t *u, int peer, ucp_ep_h *ep_p)
         /* Peer error handling for every other rank (ucp_worker.h says when
          * shared memory offers it). Where UCX still has no transport that
          * can give it, it says so once and dead peers show up as timeouts;
-         * the self endpoint never needs it. */
+         * the self endpoint never needs it. UCX refuses a dead peer the
+         * same way: only an endpoint that then works without error
+         * handling shows that the transports lack it. */
         int want = !atomic_load(&no_peer_errors) && zap_ucp_want_peer_errors(&u->w, peer);
         zap_status_t st = zap_ucp_ep_create(&u->w, peer, want, peer_error_cb, p, &p->ep);
         if (st == ZAP_ERR_UNSUPPORTED) {
-            atomic_store(&no_peer_errors, 1);
-            zap_info("ucp: rank %d: UCX cannot detect peer failure on these transports (UCX_TLS); a dead peer "
-                     "will show as ZAP_ERR_TIMED_OUT",
-                     u->base.rank);
             want = 0;
             st = zap_ucp_ep_create(&u->w, peer, 0, NULL, NULL, &p->ep);
+            if (st == ZAP_OK && !atomic_exchange(&no_peer_errors, 1))
+                zap_info("ucp: rank %d: UCX cannot detect peer failure on these transports (UCX_TLS); a dead peer "
+                         "will show as ZAP_ERR_TIMED_OUT",
+                         u->base.rank);
         }
         if (st == ZAP_ERR_PEER_FAILED) {
             p->ep = NULL;
@@ -512,12 +517,14 @@ static zap_status_t peer_ep(ucp_transport_t *u, int peer, ucp_ep_h *ep_p)
         if (st != ZAP_OK)
             return st;
         p->peer_errors = want;
-        if (p->cls == ZAP_PEER_SAME_HOST)
+        if (warm && p->cls == ZAP_PEER_SAME_HOST)
             zap_ucp_warm_peer(p->ep);
     }
     *ep_p = p->ep;
     return ZAP_OK;
 }
+
+static zap_status_t peer_ep(ucp_transport_t *u, int peer, ucp_ep_h *ep_p) { return peer_ep_for(u, peer, true, ep_p); }
 
 /* Fills in the memh and memory type for pool memory found in reg (and
  * stages managed pages to the host). */
@@ -921,7 +928,7 @@ static zap_status_t ucp_notify(zap_transport_t *t, const int *peers, int npeers,
     }
     for (int i = 0; i < npeers; i++) {
         int p = peers[i];
-        if (p >= 0 && p < t->size && p != t->rank && !u->peers[p].failed && peer_ep(u, p, &eps[i]) != ZAP_OK)
+        if (p >= 0 && p < t->size && p != t->rank && !u->peers[p].failed && peer_ep_for(u, p, false, &eps[i]) != ZAP_OK)
             eps[i] = NULL;
     }
     double wait = u->base.timeout_s < 0.2 ? u->base.timeout_s : 0.2;
