@@ -240,7 +240,15 @@ for ((t = 0; t < TRIALS; t++)); do
         fi
     fi
     echo "trial $t seed $s $kind: $verdict: $detail $why"
-    if [ $verdict = pass ]; then passed=$((passed + 1)); else fails=$((fails + 1)); sed 's/^/    | /' "$log" | tail -15; fi
+    if [ $verdict = pass ]; then
+        passed=$((passed + 1))
+    else
+        # A crash's signal and the top of its backtrace come first: the
+        # log's tail alone shows only the bottom frames.
+        fails=$((fails + 1))
+        grep -m 30 -E 'Signal|Failing at|\] \[ ?[0-9]+\] |Assertion|UCX +(ERROR|FATAL)' "$log" | sed 's/^/    ! /'
+        sed 's/^/    | /' "$log" | tail -15
+    fi
 done
 echo "summary: $TRIALS trials, $passed passed, $fails failed, $finished_first ended before the kill; worst error after the kill ${worst}s (limit ${LIMIT}s, ZAP_TIMEOUT $ZAP_TIMEOUT); worst job end after the kill ${worst_end}s; survivor errors naming the killed rank: $named, naming another rank (a survivor that left first): $unnamed"
 [ $fails -eq 0 ]
