@@ -403,6 +403,64 @@ TEST_F(CollMpi, MidSizeAllgatherThroughTheLargeAreaMatchesMpi)
     }
 }
 
+// Large-area exchanges end without waiting for the other ranks to finish
+// reading their input areas (zap_coll_shm_end): the next exchange's turn
+// waits for that before any rank rewrites its area. Outstanding together
+// (posted back to back, waited in a shuffled order, ranks delayed now and
+// then), an allgather whose blocks go through the area, an alltoall and a
+// reduce_scatter_block, then a second allgather: every block of every call
+// must be the one its rank sent in that iteration.
+TEST_F(CollMpi, LargeAreaExchangesOutstandingTogetherKeepEveryBlock)
+{
+    int rank = MpiRank(), size = MpiSize();
+    const size_t ag = size == 2 ? 1500 : 6000; /* above a slot; below 8 KiB on 2 ranks: the area */
+    const size_t a2a = 1000, rs = 2000;
+    std::vector<int32_t> ag_in(ag), ag_out(ag * size), ag2_in(ag), ag2_out(ag * size);
+    std::vector<int32_t> a2a_in(a2a * size), a2a_out(a2a * size), rs_in(rs * size), rs_out(rs);
+    auto val = [](uint64_t it, uint64_t kind, uint64_t from, uint64_t to, uint64_t i) {
+        return (int32_t)(mix(it << 40 | kind << 36 | from << 28 | to << 20 | i) & 0xffffff);
+    };
+    for (uint64_t it = 0; it < 300; it++) {
+        for (size_t i = 0; i < ag; i++) {
+            ag_in[i] = val(it, 1, rank, 0, i);
+            ag2_in[i] = val(it, 2, rank, 0, i);
+        }
+        for (int q = 0; q < size; q++) {
+            for (size_t i = 0; i < a2a; i++)
+                a2a_in[(size_t)q * a2a + i] = val(it, 3, rank, q, i);
+            for (size_t i = 0; i < rs; i++)
+                rs_in[(size_t)q * rs + i] = val(it, 4, 0, q, i) + rank;
+        }
+        zap_request_t *req[4] = {};
+        ASSERT_EQ(zap_iallgather(comm_, ag_in.data(), ag, ag_out.data(), ZAP_DT_INT32, &req[0]), ZAP_OK);
+        if ((it + (uint64_t)rank) % 7 == 0)
+            usleep(200);
+        ASSERT_EQ(zap_ialltoall(comm_, a2a_in.data(), a2a, a2a_out.data(), ZAP_DT_INT32, &req[1]), ZAP_OK);
+        ASSERT_EQ(zap_ireduce_scatter_block(comm_, rs_in.data(), rs_out.data(), rs, ZAP_DT_INT32, ZAP_OP_SUM, &req[2]),
+                  ZAP_OK);
+        ASSERT_EQ(zap_iallgather(comm_, ag2_in.data(), ag, ag2_out.data(), ZAP_DT_INT32, &req[3]), ZAP_OK);
+        for (int j = 0; j < 4; j++) {
+            int w = (int)((it + (uint64_t)j * 3 + (uint64_t)rank) % 4); /* each rank its own order */
+            for (int k = 0; k < 4 && req[w] == nullptr; k++)
+                w = (w + 1) % 4;
+            ASSERT_EQ(zap_request_wait(req[w]), ZAP_OK) << "iteration " << it << " request " << w;
+            zap_request_free(req[w]);
+            req[w] = nullptr;
+        }
+        int32_t sum_ranks = size * (size - 1) / 2;
+        for (int q = 0; q < size; q++) {
+            for (size_t i = 0; i < ag; i += 97) {
+                ASSERT_EQ(ag_out[(size_t)q * ag + i], val(it, 1, q, 0, i)) << "allgather 1, iteration " << it;
+                ASSERT_EQ(ag2_out[(size_t)q * ag + i], val(it, 2, q, 0, i)) << "allgather 2, iteration " << it;
+            }
+            for (size_t i = 0; i < a2a; i += 31)
+                ASSERT_EQ(a2a_out[(size_t)q * a2a + i], val(it, 3, q, rank, i)) << "alltoall, iteration " << it;
+        }
+        for (size_t i = 0; i < rs; i += 29)
+            ASSERT_EQ(rs_out[i], val(it, 4, 0, rank, i) * size + sum_ranks) << "reduce_scatter, iteration " << it;
+    }
+}
+
 TEST_F(CollMpi, NonblockingCollectivesOverlap)
 {
     int rank = MpiRank(), size = MpiSize();

@@ -19,7 +19,8 @@
  *      into place (process_vm_readv), starting from the next rank so that the
  *      p ranks do not all read the same one at once; copy its own;
  *   3. fin_seq = k, then wait until every rank's fin_seq holds k: the others
- *      may still be reading this rank's block until then.
+ *      may still be reading this rank's block until then, and the caller may
+ *      change it once the call returns.
  *
  * Large area: blocks above a slot and up to ZAP_AG_AREA_MAX_BLOCK bytes (below
  * ZAP_AG_AREA_MAX_BLOCK_2 on 2 ranks),
@@ -27,9 +28,10 @@
  * large exchange k through the segment's large area (every rank's buffers
  * host memory, the same vote): each rank copies its block into its input
  * area and publishes in_seq = (k, 0); once every in_seq holds it, copies
- * every other rank's block out into place and publishes fin_seq = k; returns
- * once every fin_seq holds k (its input area is free for the next large
- * exchange then). Two copies per byte, no system call.
+ * every other rank's block out into place, publishes fin_seq = k and returns
+ * (zap_coll_shm_end): the next large exchange's turn waits until every
+ * fin_seq holds k before its input area is written again, so back-to-back
+ * calls pay two waits each, not three. Two copies per byte, no system call.
  *
  * Single copy reads (p - 1)/p of the result once per rank, the least any algorithm
  * moves, with two waits, against the ring's p - 1 message rounds. As in the
@@ -161,6 +163,10 @@ static zap_status_t large_progress(zap_coll_op_t *op)
         }
         if (a->src != NULL)
             zap_coll_copy(op, (char *)a->dst + blk_at(a, r, es), a->src, blk_bytes(a, r, es));
+        if (g->area) { /* the others read only the areas: the next exchange's turn waits for them */
+            zap_coll_shm_end(op);
+            return ZAP_OK;
+        }
         atomic_store_explicit(&s->ctl[r].fin_seq, zap_coll_shm_fin(k), memory_order_release);
         g->step = CMA_FIN;
         g->wait = (zap_coll_shm_wait_t){0, 0, 0};

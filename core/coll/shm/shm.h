@@ -116,6 +116,11 @@ typedef struct zap_coll_shm {
     unsigned char *big_out;     /* the result */
     uint64_t big_next, big_done; /* as next and done, for large exchanges */
     bool big_abandoned;
+    /* The last large exchange that returned once this rank was done with it
+     * (zap_coll_shm_end), not waiting for the others: the next exchange's
+     * turn waits until every rank's fin_seq holds it (0: nothing owed). */
+    uint64_t fin_owed;
+    zap_coll_shm_wait_t owed_wait;
     _Atomic uint64_t *big_state; /* in the segment: bytes of each slot reserved, | ZAP_COLL_SHM_LARGE_FULL (rank 0 writes) */
     uint64_t big_known;          /* this rank's last copy of it */
     zap_coll_shm_wait_t big_wait; /* a wait for rank 0's state */
@@ -248,9 +253,17 @@ void zap_coll_shm_settle(zap_coll_op_t *op);
 /* What the large forms do first, once the arguments agreed: take op's large
  * exchange number (agreements complete in post order on every rank, and a
  * mismatched call takes none), then ZAP_OK once this rank's previous large
- * exchange is done, ZAP_INPROGRESS before, ZAP_ERR_CANCELED (logged) after
- * an earlier one was abandoned. */
+ * exchange is done and every rank is done with the last one that ended
+ * without waiting for them (zap_coll_shm_end), ZAP_INPROGRESS before,
+ * ZAP_ERR_CANCELED (logged) after an earlier one was abandoned; a rank that
+ * died before it was done with that one fails this call, named. */
 zap_status_t zap_coll_shm_turn(zap_coll_op_t *op);
+/* Ends op's large exchange on this rank without waiting for the others to be
+ * done with it: fin_seq published; the next exchange's turn waits for theirs
+ * before anything is written. Only for forms whose peers read nothing but
+ * the areas: a form that lets them read this rank's own buffers must wait
+ * for every fin_seq before it returns, since the caller may then reuse them. */
+void zap_coll_shm_end(zap_coll_op_t *op);
 /* The same turn for a form that moves bytes per rank through the large
  * area: also reserves it for bytes (a call beyond what is reserved grows it).
  * ZAP_ERR_NO_MEMORY, on every rank alike, when /dev/shm had no room: the call
@@ -273,9 +286,9 @@ size_t zap_coll_shm_sync_chunk(zap_coll_op_t *op, bool agreed);
  *   1. the turn, reserving reserve bytes per rank; copy_in puts what this
  *      rank's input gives the others into its input area; in_seq published;
  *   2. once every rank not in seen (0: every rank) has published its own,
- *      body reads the areas; fin_seq published;
- *   3. ZAP_OK once every rank's fin_seq holds (until then another rank may
- *      still read this one's input area).
+ *      body reads the areas; then ZAP_OK, through zap_coll_shm_end (another
+ *      rank may still read this one's input area: the next exchange's turn
+ *      waits for it).
  * ZAP_ERR_NO_MEMORY: no room for the area, on every rank alike (the caller
  * takes its next candidate, zap_coll_fall_back); else as zap_coll_shm_gather. */
 typedef struct zap_coll_shm_exchange {

@@ -92,7 +92,26 @@ zap_status_t zap_coll_shm_turn(zap_coll_op_t *op)
                   op->comm->rank, zap_coll_comm_id(op->comm));
         return ZAP_ERR_CANCELED;
     }
-    return s->big_done + 1 == op->shm_big_seq ? ZAP_OK : ZAP_INPROGRESS;
+    if (s->big_done + 1 != op->shm_big_seq)
+        return ZAP_INPROGRESS;
+    if (s->fin_owed != 0) {
+        zap_status_t st = zap_coll_shm_gather(op, &s->ctl[0].fin_seq, sizeof(s->ctl[0]), zap_coll_shm_fin(s->fin_owed),
+                                              true, &s->owed_wait);
+        if (st != ZAP_OK)
+            return st;
+        s->fin_owed = 0;
+    }
+    return ZAP_OK;
+}
+
+void zap_coll_shm_end(zap_coll_op_t *op)
+{
+    zap_coll_shm_t *s = op->comm->shm;
+    uint64_t k = op->shm_big_seq;
+    s->big_done = k;
+    s->fin_owed = k;
+    s->owed_wait = (zap_coll_shm_wait_t){0, 0, 0};
+    atomic_store_explicit(&s->ctl[s->rank].fin_seq, zap_coll_shm_fin(k), memory_order_release);
 }
 
 zap_status_t zap_coll_shm_large_turn(zap_coll_op_t *op, size_t bytes)
@@ -162,20 +181,11 @@ zap_status_t zap_coll_shm_exchange(zap_coll_op_t *op, zap_coll_shm_exchange_t *x
         x->wait = (zap_coll_shm_wait_t){seen, 0, 0};
         x->step = 1;
     }
-    uint64_t k = op->shm_big_seq;
-    if (x->step == 1) {
-        if ((st = zap_coll_shm_gather(op, &s->ctl[0].in_seq, sizeof(s->ctl[0]), zap_coll_shm_tag(k, 0), true,
-                                      &x->wait)) != ZAP_OK)
-            return st;
-        body(op);
-        atomic_store_explicit(&s->ctl[s->rank].fin_seq, zap_coll_shm_fin(k), memory_order_release);
-        x->wait = (zap_coll_shm_wait_t){0, 0, 0};
-        x->step = 2;
-    }
-    if ((st = zap_coll_shm_gather(op, &s->ctl[0].fin_seq, sizeof(s->ctl[0]), zap_coll_shm_fin(k), true,
+    if ((st = zap_coll_shm_gather(op, &s->ctl[0].in_seq, sizeof(s->ctl[0]), zap_coll_shm_tag(op->shm_big_seq, 0), true,
                                   &x->wait)) != ZAP_OK)
         return st;
-    s->big_done = k;
+    body(op);
+    zap_coll_shm_end(op);
     return ZAP_OK;
 }
 
