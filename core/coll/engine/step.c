@@ -53,6 +53,10 @@ zap_status_t zap_coll_step_test(zap_coll_op_t *op)
     for (int i = 0; i < op->nreqs; i++) {
         zap_status_t st = zap_request_status(op->reqs[i]);
         if (op->rst[i] != NULL) {
+            /* The algorithm judges this request's status itself; a lost peer
+             * still names the culprit should it fail the operation. */
+            if (st == ZAP_ERR_PEER_FAILED && op->culprit < 0)
+                op->culprit = op->reqs[i]->peer;
             *op->rst[i] = st;
             st = ZAP_OK;
         }
