@@ -286,9 +286,12 @@ size_t zap_coll_shm_sync_chunk(zap_coll_op_t *op, bool agreed);
  *   1. the turn, reserving reserve bytes per rank; copy_in puts what this
  *      rank's input gives the others into its input area; in_seq published;
  *   2. once every rank not in seen (0: every rank) has published its own,
- *      body reads the areas; then ZAP_OK, through zap_coll_shm_end (another
- *      rank may still read this one's input area: the next exchange's turn
- *      waits for it).
+ *      body reads the areas; with seen 0, ZAP_OK then, through
+ *      zap_coll_shm_end (another rank may still read this one's input area:
+ *      the next exchange's turn waits for it);
+ *   3. else fin_seq published and ZAP_OK once every rank's holds: a rank not
+ *      waited for that died before its input fails the call on the ranks
+ *      that needed it, and must fail it on every rank.
  * ZAP_ERR_NO_MEMORY: no room for the area, on every rank alike (the caller
  * takes its next candidate, zap_coll_fall_back); else as zap_coll_shm_gather. */
 typedef struct zap_coll_shm_exchange {

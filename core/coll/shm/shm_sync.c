@@ -181,11 +181,26 @@ zap_status_t zap_coll_shm_exchange(zap_coll_op_t *op, zap_coll_shm_exchange_t *x
         x->wait = (zap_coll_shm_wait_t){seen, 0, 0};
         x->step = 1;
     }
-    if ((st = zap_coll_shm_gather(op, &s->ctl[0].in_seq, sizeof(s->ctl[0]), zap_coll_shm_tag(op->shm_big_seq, 0), true,
+    uint64_t k = op->shm_big_seq;
+    if (x->step == 1) {
+        if ((st = zap_coll_shm_gather(op, &s->ctl[0].in_seq, sizeof(s->ctl[0]), zap_coll_shm_tag(k, 0), true,
+                                      &x->wait)) != ZAP_OK)
+            return st;
+        body(op);
+        if (seen == 0) { /* every rank's input was here: every live rank completes this call alike */
+            zap_coll_shm_end(op);
+            return ZAP_OK;
+        }
+        atomic_store_explicit(&s->ctl[s->rank].fin_seq, zap_coll_shm_fin(k), memory_order_release);
+        x->wait = (zap_coll_shm_wait_t){0, 0, 0};
+        x->step = 2;
+    }
+    /* Some ranks were not waited for: one that died before its input could
+     * fail the call elsewhere, so no rank returns before every fin_seq. */
+    if ((st = zap_coll_shm_gather(op, &s->ctl[0].fin_seq, sizeof(s->ctl[0]), zap_coll_shm_fin(k), true,
                                   &x->wait)) != ZAP_OK)
         return st;
-    body(op);
-    zap_coll_shm_end(op);
+    s->big_done = k;
     return ZAP_OK;
 }
 
