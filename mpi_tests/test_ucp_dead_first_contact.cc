@@ -11,46 +11,15 @@
 // PEER_FAILED; then ranks 1 and 2 exchange their first message, rank 1
 // exits, and rank 2's receive from it must end with PEER_FAILED well before
 // ZAP_TIMEOUT. Exit status 0 means the behaviour held.
-#include <mpi.h>
-#include <unistd.h>
-#include <cstdio>
 #include <string>
-extern "C" {
-#include "zap/ucp.h"
-}
-#include "log_sink.h"
+#include "early_exit.h"
 
-namespace {
-void leave(int rank, int code, const char *what)
-{
-    if (code != 0)
-        fprintf(stderr, "[rank %d] FAILED: %s\n", rank, what);
-    else
-        printf("[rank %d] %s\n", rank, what);
-    fflush(stdout);
-    fflush(stderr);
-    _exit(code);
-}
-} // namespace
+using earlyexit::leave;
 
 int main(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
-    int rank = 0, size = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    if (size != 3) {
-        if (rank == 0)
-            fprintf(stderr, "run with 3 ranks\n");
-        MPI_Finalize();
-        return 2;
-    }
-    logsink::capture(ZAP_LOG_ERROR);
     zap_transport_t *t = nullptr;
-    if (zap_ucp_transport_create(MPI_COMM_WORLD, nullptr, &t) != ZAP_OK) {
-        fprintf(stderr, "[rank %d] FAILED: transport create\n", rank);
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
+    int rank = earlyexit::start(&argc, &argv, 3, ZAP_LOG_ERROR, &t);
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == 0)
         _exit(0);

@@ -11,46 +11,15 @@
 // rank 2 is refused with PEER_FAILED. No rank calls MPI_Finalize (its peers
 // are gone); mpirun runs with orte_allowed_exit_without_sync. Exit status 0
 // means the behaviour held.
-#include <mpi.h>
-#include <unistd.h>
-#include <cstdio>
 #include <string>
-extern "C" {
-#include "zap/ucp.h"
-}
-#include "log_sink.h"
+#include "early_exit.h"
 
-namespace {
-void leave(int rank, int code, const char *what)
-{
-    if (code != 0)
-        fprintf(stderr, "[rank %d] FAILED: %s\n", rank, what);
-    else
-        printf("[rank %d] %s\n", rank, what);
-    fflush(stdout);
-    fflush(stderr);
-    _exit(code);
-}
-} // namespace
+using earlyexit::leave;
 
 int main(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
-    int rank = 0, size = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    if (size != 3) {
-        if (rank == 0)
-            fprintf(stderr, "run with 3 ranks\n");
-        MPI_Finalize();
-        return 2;
-    }
-    logsink::capture(ZAP_LOG_ERROR);
     zap_transport_t *t = nullptr;
-    if (zap_ucp_transport_create(MPI_COMM_WORLD, nullptr, &t) != ZAP_OK) {
-        fprintf(stderr, "[rank %d] FAILED: transport create\n", rank);
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
+    int rank = earlyexit::start(&argc, &argv, 3, ZAP_LOG_ERROR, &t);
     // Warm-up: endpoints 0-1 and 0-2 exist; 1-2 never talk.
     uint64_t v = 42, got = 0;
     bool ok = true;

@@ -13,10 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
-extern "C" {
-#include "zap/ucp.h"
-}
-#include "log_sink.h"
+#include "early_exit.h"
 
 namespace {
 int fail(const char *what)
@@ -29,22 +26,8 @@ int fail(const char *what)
 
 int main(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
-    int rank = 0, size = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    if (size != 2) {
-        if (rank == 0)
-            fprintf(stderr, "run with 2 ranks\n");
-        MPI_Finalize();
-        return 2;
-    }
-    logsink::capture(ZAP_LOG_TRACE);
     zap_transport_t *t = nullptr;
-    if (zap_ucp_transport_create(MPI_COMM_WORLD, nullptr, &t) != ZAP_OK) {
-        fprintf(stderr, "[rank %d] FAILED: transport create\n", rank);
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
+    int rank = earlyexit::start(&argc, &argv, 2, ZAP_LOG_TRACE, &t);
     int peer = 1 - rank;
     uint64_t v = 42, got = 0;
     if (zap_transport_send(t, peer, 1, &v, sizeof v) != ZAP_OK ||
