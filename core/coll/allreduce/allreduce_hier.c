@@ -36,7 +36,15 @@
 #include "coll/patterns/patterns.h"
 #include <string.h>
 
-#define CHUNK_MIN ((size_t)512 << 10)
+/* Chunks: vectors up to WHOLE_MAX go whole; up to PIPE_MAX in PIPE_CHUNK
+ * pieces, so that the network stage of one overlaps the hosts' stages of its
+ * neighbours even at a few megabytes, where whole vectors or eighths of them
+ * left the link idle during the node stages (docs/performance.md, "Across
+ * hosts"); larger ones in eight chunks of at most CHUNK_MAX, where the
+ * per-chunk cost of more pieces would show. */
+#define WHOLE_MAX ((size_t)256 << 10)
+#define PIPE_CHUNK ((size_t)128 << 10)
+#define PIPE_MAX ((size_t)8 << 20)
 #define CHUNK_MAX ((size_t)4 << 20)
 #define SLICE_MIN ((size_t)128 << 10) /* below this a slice's allreduce is latency, not bandwidth */
 
@@ -186,9 +194,10 @@ static zap_status_t init_large(zap_coll_op_t *op)
     size_t bytes = a->count * s->esize;
     size_t chunk_bytes = comm->set.pipeline_bytes;
     if (chunk_bytes == 0)
-        chunk_bytes = bytes <= 2 * CHUNK_MIN ? bytes : bytes / 8 < CHUNK_MIN ? CHUNK_MIN
-                                                  : bytes / 8 > CHUNK_MAX ? CHUNK_MAX
-                                                                          : bytes / 8;
+        chunk_bytes = bytes <= WHOLE_MAX  ? bytes
+                      : bytes <= PIPE_MAX ? PIPE_CHUNK
+                      : bytes / 8 > CHUNK_MAX ? CHUNK_MAX
+                                              : bytes / 8;
     s->chunk = chunk_bytes / s->esize > 0 ? chunk_bytes / s->esize : 1;
     s->nchunks = a->count == 0 ? 0 : (int)((a->count + s->chunk - 1) / s->chunk);
     size_t want = s->chunk * s->esize / SLICE_MIN;
