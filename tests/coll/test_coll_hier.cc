@@ -1336,6 +1336,47 @@ TEST(Hier, ALeaderGoneAfterTheAgreementFailsTheStagesNamingItNotAHang)
     }
 }
 
+TEST(Hier, EverySurvivorOfALeaderLostInAPipelinedAllreduceFailsForTheDeadPeer)
+{
+    // Rank 0, host 0's leader, leaves in the middle of a 4 MiB allreduce,
+    // whose chunks have several stages outstanding on the node's and the
+    // leaders' communicators. A survivor may learn of it from another
+    // survivor's revocation of the parent or of a stage, in any order: each
+    // must carry the dead peer (ZAP_ERR_PEER_FAILED), never a bare
+    // cancellation (ZAP_ERR_REVOKED, "cancelled there") of a stage that a
+    // survivor gave up when its parent failed.
+    for (int run = 0; run < 8; run++) {
+        Params p;
+        p.timeout(5);
+        HostWorld w(block("2x3", {3, 3}), &p);
+        LogCapture cap;
+        size_t count = (size_t)1 << 20;
+        std::vector<std::vector<int32_t>> in(w.n, std::vector<int32_t>(count, 1)), out(w.n, std::vector<int32_t>(count));
+        auto st = w.each([&](int r) {
+            zap_request_t *req = nullptr;
+            zap_status_t s = zap_iallreduce(w.c[r], in[r].data(), out[r].data(), count, ZAP_DT_INT32, ZAP_OP_SUM, &req);
+            if (s != ZAP_OK)
+                return s;
+            if (r == 0) {
+                int done = 0;
+                while (zap_coll_test_agreeing(req) && s == ZAP_OK && !done)
+                    s = zap_request_test(req, &done);
+                for (int i = 0; i < 20 * (run % 4) && s == ZAP_OK && !done; i++)
+                    s = zap_request_test(req, &done); /* a few stages in */
+                zap_transport_close(w.t[0]);
+                zap_request_free(req);
+                return ZAP_ERR_PEER_FAILED;
+            }
+            s = zap_request_wait(req);
+            zap_request_free(req);
+            return s;
+        });
+        for (int r = 1; r < w.n; r++)
+            EXPECT_EQ(st[r], ZAP_ERR_PEER_FAILED) << "run " << run << " rank " << r << " " << zap_status_string(st[r]);
+        EXPECT_FALSE(cap.contains("cancelled there")) << "run " << run << "\n" << cap.all();
+    }
+}
+
 TEST(Hier, ADeadRankFailsReduceGatherAndReduceScatterNamingItNotAHang)
 {
     // Rank 4 (not a leader, not on the root's host) is gone before the call:

@@ -89,7 +89,7 @@ static zap_status_t progress(zap_coll_op_t *op)
             s->state = AH_NODE_WAIT;
             break;
         case AH_NODE_WAIT:
-            if ((st = zap_coll_hier_stage_test(op->comm, &s->req)) != ZAP_OK)
+            if ((st = zap_coll_hier_stage_test(op, &s->req)) != ZAP_OK)
                 return st;
             if (h->local == 0) {
                 move_host(op, s, h->host, true);
@@ -100,14 +100,14 @@ static zap_status_t progress(zap_coll_op_t *op)
             s->state = AH_ACROSS_WAIT;
             break;
         case AH_ACROSS_WAIT:
-            if ((st = zap_coll_hier_stage_test(op->comm, &s->req)) != ZAP_OK)
+            if ((st = zap_coll_hier_stage_test(op, &s->req)) != ZAP_OK)
                 return st;
             if (h->node != NULL && (st = zap_ibcast(h->node, s->packs, s->total, a->dt, 0, &s->req)) != ZAP_OK)
                 return st;
             s->state = AH_DOWN_WAIT;
             break;
         case AH_DOWN_WAIT:
-            if ((st = zap_coll_hier_stage_test(op->comm, &s->req)) != ZAP_OK)
+            if ((st = zap_coll_hier_stage_test(op, &s->req)) != ZAP_OK)
                 return st;
             for (int g = 0; g < t->nhosts; g++)
                 if (g != h->host)

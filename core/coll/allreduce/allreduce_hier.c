@@ -18,9 +18,10 @@
  *      sending 2(H-1)/H of the vector in all (ring or Rabenseifner among H);
  *   C  the node's allgather of the S slices (a broadcast from local rank 0
  *      when S is 1).
- * Chunk t's B runs while chunk t+1's A and chunk t-1's C do: the host's own
- * work hides behind the network. The posting order on each communicator is
- * the same on all its ranks (A(t), then C(t-2), per iteration t), whatever
+ * Chunk t's B runs while later chunks' A and earlier chunks' C do, and
+ * beside the B of up to LAG - 1 other chunks: the host's own work hides
+ * behind the network. The posting order on each communicator is the same
+ * on all its ranks (A(t), then C(t-LAG), per iteration t), whatever
  * finishes first, so the stages' own sequence numbers match.
  *
  * Reduction order: the host sum of a chunk is the node allreduce's (in local
@@ -47,6 +48,11 @@
 #define PIPE_MAX ((size_t)8 << 20)
 #define CHUNK_MAX ((size_t)4 << 20)
 #define SLICE_MIN ((size_t)128 << 10) /* below this a slice's allreduce is latency, not bandwidth */
+/* Chunks in flight: chunk t's network stage is posted while those of the
+ * LAG - 1 chunks before it may still run, so that the leaders' exchanges,
+ * 2(H-1) latency-bound steps each on H hosts, keep the link busy between
+ * their steps (docs/performance.md, "Across hosts"). */
+#define LAG 8
 
 typedef struct hier_ar {
     int t, stage;        /* the schedule's position (progress_large) */
@@ -54,7 +60,7 @@ typedef struct hier_ar {
     size_t chunk;        /* elements per chunk (the last may be shorter) */
     size_t esize;
     bool in_place;
-    zap_request_t *a[2], *b[2], *c[2]; /* chunk t's requests at [t % 2] */
+    zap_request_t *a[LAG], *b[LAG], *c[LAG]; /* chunk t's requests at [t % LAG] */
     size_t *counts;      /* [2][nlocal]: the allgather's counts for a whole and the last chunk; displs follow */
     uint64_t ticket;     /* its turn on the hierarchy's communicators (hier.h) */
     bool ticketed;
@@ -70,7 +76,7 @@ static size_t chunk_len(const hier_ar_t *s, size_t count, int t)
 static void release(zap_coll_op_t *op)
 {
     hier_ar_t *s = (hier_ar_t *)op->alg_state;
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < LAG; i++) {
         zap_coll_hier_abandon(op->comm, s->a[i]);
         zap_coll_hier_abandon(op->comm, s->b[i]);
         zap_coll_hier_abandon(op->comm, s->c[i]);
@@ -91,7 +97,7 @@ static zap_status_t post_a(zap_coll_op_t *op, hier_ar_t *s, int t)
         return ZAP_OK;
     }
     return zap_iallreduce(h->node, s->in_place ? ZAP_IN_PLACE : (const char *)a->src + off, dst, n, a->dt, a->op,
-                          &s->a[t % 2]);
+                          &s->a[t % LAG]);
 }
 
 static zap_status_t post_b(zap_coll_op_t *op, hier_ar_t *s, int t)
@@ -104,7 +110,7 @@ static zap_status_t post_b(zap_coll_op_t *op, hier_ar_t *s, int t)
     size_t first = zap_pat_block_disp(n, (size_t)s->slices, (size_t)h->local);
     size_t len = zap_pat_block_count(n, (size_t)s->slices, (size_t)h->local);
     char *at = (char *)a->dst + ((size_t)t * s->chunk + first) * s->esize;
-    return zap_iallreduce(h->leaders, ZAP_IN_PLACE, at, len, a->dt, a->op, &s->b[t % 2]);
+    return zap_iallreduce(h->leaders, ZAP_IN_PLACE, at, len, a->dt, a->op, &s->b[t % LAG]);
 }
 
 static zap_status_t post_c(zap_coll_op_t *op, hier_ar_t *s, int t)
@@ -116,14 +122,14 @@ static zap_status_t post_c(zap_coll_op_t *op, hier_ar_t *s, int t)
     size_t n = chunk_len(s, a->count, t);
     char *at = (char *)a->dst + (size_t)t * s->chunk * s->esize;
     if (s->slices == 1)
-        return zap_ibcast(h->node, at, n, a->dt, 0, &s->c[t % 2]);
+        return zap_ibcast(h->node, at, n, a->dt, 0, &s->c[t % LAG]);
     const size_t *counts = s->counts + (t == s->nchunks - 1 ? 2 * (size_t)h->nlocal : 0);
     const ptrdiff_t *displs = (const ptrdiff_t *)(counts + h->nlocal * 4); /* the signed view of the table */
-    return zap_iallgatherv(h->node, ZAP_IN_PLACE, counts[h->local], at, counts, displs, a->dt, &s->c[t % 2]);
+    return zap_iallgatherv(h->node, ZAP_IN_PLACE, counts[h->local], at, counts, displs, a->dt, &s->c[t % LAG]);
 }
 
 /* The schedule: iteration t posts A(t), then (A(t-1) done) B(t-1), then
- * (B(t-2) done, and C(t-4) before its slot is reused) C(t-2). */
+ * (B(t-LAG) done, and C(t-2 LAG) before its slot is reused) C(t-LAG). */
 static zap_status_t progress_large(zap_coll_op_t *op)
 {
     hier_ar_t *s = (hier_ar_t *)op->alg_state;
@@ -135,9 +141,9 @@ static zap_status_t progress_large(zap_coll_op_t *op)
         int t = s->t;
         switch (s->stage) {
         case 0:
-            if (t >= K + 2) {
-                for (int i = 0; i < 2; i++)
-                    if ((st = zap_coll_hier_stage_test(op->comm, &s->c[i])) != ZAP_OK)
+            if (t >= K + LAG) {
+                for (int i = 0; i < LAG; i++)
+                    if ((st = zap_coll_hier_stage_test(op, &s->c[i])) != ZAP_OK)
                         return st;
                 return ZAP_OK;
             }
@@ -147,7 +153,7 @@ static zap_status_t progress_large(zap_coll_op_t *op)
             break;
         case 1:
             if (t >= 1 && t <= K) {
-                if ((st = zap_coll_hier_stage_test(op->comm, &s->a[(t - 1) % 2])) != ZAP_OK)
+                if ((st = zap_coll_hier_stage_test(op, &s->a[(t - 1) % LAG])) != ZAP_OK)
                     return st;
                 if ((st = post_b(op, s, t - 1)) != ZAP_OK)
                     return st;
@@ -155,12 +161,12 @@ static zap_status_t progress_large(zap_coll_op_t *op)
             s->stage = 2;
             break;
         default:
-            if (t >= 2) {
-                if ((st = zap_coll_hier_stage_test(op->comm, &s->b[(t - 2) % 2])) != ZAP_OK)
+            if (t >= LAG) {
+                if ((st = zap_coll_hier_stage_test(op, &s->b[(t - LAG) % LAG])) != ZAP_OK)
                     return st;
-                if ((st = zap_coll_hier_stage_test(op->comm, &s->c[(t - 2) % 2])) != ZAP_OK)
+                if ((st = zap_coll_hier_stage_test(op, &s->c[(t - LAG) % LAG])) != ZAP_OK)
                     return st;
-                if ((st = post_c(op, s, t - 2)) != ZAP_OK)
+                if ((st = post_c(op, s, t - LAG)) != ZAP_OK)
                     return st;
             }
             s->t++;

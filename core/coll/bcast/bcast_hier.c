@@ -135,7 +135,7 @@ static zap_status_t progress_large(zap_coll_op_t *op)
             break;
         case 1:
             if (!independent && t >= 1 && t <= K && then != NONE) {
-                if ((st = zap_coll_hier_stage_test(op->comm, &s->first[(t - 1) % WINDOW])) != ZAP_OK)
+                if ((st = zap_coll_hier_stage_test(op, &s->first[(t - 1) % WINDOW])) != ZAP_OK)
                     return st;
                 if ((st = post(op, s, then, t - 1, &s->second[(t - 1) % WINDOW])) != ZAP_OK)
                     return st;
@@ -144,9 +144,9 @@ static zap_status_t progress_large(zap_coll_op_t *op)
             break;
         default:
             if (t >= 2) {
-                if ((st = zap_coll_hier_stage_test(op->comm, &s->first[(t - 2) % WINDOW])) != ZAP_OK)
+                if ((st = zap_coll_hier_stage_test(op, &s->first[(t - 2) % WINDOW])) != ZAP_OK)
                     return st;
-                if ((st = zap_coll_hier_stage_test(op->comm, &s->second[(t - 2) % WINDOW])) != ZAP_OK)
+                if ((st = zap_coll_hier_stage_test(op, &s->second[(t - 2) % WINDOW])) != ZAP_OK)
                     return st;
             }
             s->t++;

@@ -73,9 +73,9 @@ static char *blocks_of(uint64_t *msg, int nranks) { return (char *)(msg + nranks
 
 /* The node stage's request is done: its status, kept where it is the call's
  * verdict (a count another rank disagrees with), else the stage's failure. */
-static zap_status_t node_test(zap_comm_t *comm, ga_hier_t *s)
+static zap_status_t node_test(zap_coll_op_t *op, ga_hier_t *s)
 {
-    zap_status_t st = zap_coll_hier_stage_test(comm, &s->req);
+    zap_status_t st = zap_coll_hier_stage_test(op, &s->req);
     if (st == ZAP_ERR_MISMATCH || st == ZAP_ERR_INVALID_PARAM) {
         s->node_st = st;
         return ZAP_OK;
@@ -196,14 +196,14 @@ static zap_status_t progress(zap_coll_op_t *op)
             }
             break;
         case GH_COUNTS_WAIT:
-            if ((st = node_test(comm, s)) != ZAP_OK)
+            if ((st = node_test(op, s)) != ZAP_OK)
                 return st;
             if ((st = post_node_blocks(op, s)) != ZAP_OK)
                 return st;
             s->state = GH_NODE_WAIT;
             break;
         case GH_NODE_WAIT:
-            if ((st = node_test(comm, s)) != ZAP_OK)
+            if ((st = node_test(op, s)) != ZAP_OK)
                 return st;
             zap_coll_hier_give_back(comm, s->ticket, &s->ticketed); /* done with the node's communicator */
             if (rank == a->root) {

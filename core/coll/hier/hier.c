@@ -149,8 +149,9 @@ zap_status_t zap_coll_hier_stage_failed(zap_comm_t *comm, zap_status_t st)
     return st;
 }
 
-zap_status_t zap_coll_hier_stage_test(zap_comm_t *comm, zap_request_t **req)
+zap_status_t zap_coll_hier_stage_test(zap_coll_op_t *op, zap_request_t **req)
 {
+    zap_comm_t *comm = op->comm;
     if (*req == NULL)
         return ZAP_OK;
     int done = 0;
@@ -160,6 +161,8 @@ zap_status_t zap_coll_hier_stage_test(zap_comm_t *comm, zap_request_t **req)
     const zap_coll_op_t *stage = (const zap_coll_op_t *)*req; /* a collective request is its operation's first member */
     if (st == ZAP_ERR_PEER_FAILED && comm->hier->lost < 0)
         comm->hier->lost = stage->culprit >= 0 ? stage->culprit : stage->comm->revoke_culprit;
+    if (st == ZAP_ERR_PEER_FAILED && op->culprit < 0)
+        op->culprit = comm->hier->lost;
     zap_request_free(*req);
     *req = NULL;
     return zap_coll_hier_stage_failed(comm, st);
@@ -173,9 +176,12 @@ void zap_coll_hier_abandon(zap_comm_t *comm, zap_request_t *req)
     zap_coll_op_t *op = (zap_coll_op_t *)req;
     if (op->status == ZAP_INPROGRESS) {
         op->timed_out = true; /* what stops free from finishing a shared-memory call first */
-        if (comm->hier != NULL && comm->hier->lost >= 0) {
+        int lost = comm->hier != NULL ? comm->hier->lost : -1;
+        if (lost < 0 && comm->revoke_status == ZAP_ERR_PEER_FAILED)
+            lost = comm->revoke_culprit;
+        if (lost >= 0) {
             op->abandoned_for = ZAP_ERR_PEER_FAILED;
-            op->culprit = comm->hier->lost;
+            op->culprit = lost;
         }
     }
     zap_request_free(req);

@@ -80,7 +80,8 @@ void zap_coll_hier_done(zap_comm_t *comm, uint64_t ticket);
  * operation. Its other members learn why: where a stage of comm failed for
  * a dead peer (zap_coll_hier_stage_test), that peer, named, so that a rank
  * whose own stages saw nothing of it (a non-leader, say) still names it;
- * else that it was cancelled. NULL is accepted. */
+ * or, where comm's operation failed by another rank's revocation for a dead
+ * peer, that peer; else that it was cancelled. NULL is accepted. */
 void zap_coll_hier_abandon(zap_comm_t *comm, zap_request_t *req);
 
 /* A stage failed with st. When a peer failed, the stage may have seen a
@@ -91,10 +92,12 @@ void zap_coll_hier_abandon(zap_comm_t *comm, zap_request_t *req);
  * look for a notice and log the rank that failed first. Returns st. */
 zap_status_t zap_coll_hier_stage_failed(zap_comm_t *comm, zap_status_t st);
 
-/* Tests a stage's request *req (NULL: none, ZAP_OK): ZAP_INPROGRESS while
- * pending; once done frees it, sets *req to NULL and returns its status
- * through zap_coll_hier_stage_failed. */
-zap_status_t zap_coll_hier_stage_test(zap_comm_t *comm, zap_request_t **req);
+/* Tests a stage's request *req (NULL: none, ZAP_OK) of the operation op:
+ * ZAP_INPROGRESS while pending; once done frees it, sets *req to NULL and
+ * returns its status through zap_coll_hier_stage_failed. A stage that failed
+ * for a dead peer makes that peer op's culprit, so that the revocation op's
+ * failure sends names it on every rank. */
+zap_status_t zap_coll_hier_stage_test(zap_coll_op_t *op, zap_request_t **req);
 
 /* Gives back an operation's turn if it still holds it (*held), once. */
 static inline void zap_coll_hier_give_back(zap_comm_t *comm, uint64_t ticket, bool *held)

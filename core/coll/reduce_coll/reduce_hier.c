@@ -85,7 +85,7 @@ static zap_status_t progress(zap_coll_op_t *op)
             s->state = RH_NODE_WAIT;
             break;
         case RH_NODE_WAIT:
-            if ((st = zap_coll_hier_stage_test(comm, &s->req)) != ZAP_OK)
+            if ((st = zap_coll_hier_stage_test(op, &s->req)) != ZAP_OK)
                 return st;
             if (leader) {
                 /* The root's host's leader receives in place: into the root's
@@ -103,7 +103,7 @@ static zap_status_t progress(zap_coll_op_t *op)
             s->state = RH_ACROSS_WAIT;
             break;
         case RH_ACROSS_WAIT:
-            if ((st = zap_coll_hier_stage_test(comm, &s->req)) != ZAP_OK)
+            if ((st = zap_coll_hier_stage_test(op, &s->req)) != ZAP_OK)
                 return st;
             zap_coll_hier_give_back(comm, s->ticket, &s->ticketed);
             if (h->host == root_host && a->root != h->leader) {

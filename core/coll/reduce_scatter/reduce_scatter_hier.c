@@ -97,7 +97,7 @@ static zap_status_t progress(zap_coll_op_t *op)
             s->state = RSH_NODE_WAIT;
             break;
         case RSH_NODE_WAIT:
-            if ((st = zap_coll_hier_stage_test(comm, &s->req)) != ZAP_OK)
+            if ((st = zap_coll_hier_stage_test(op, &s->req)) != ZAP_OK)
                 return st;
             if (leader) {
                 pack(op, s);
@@ -108,7 +108,7 @@ static zap_status_t progress(zap_coll_op_t *op)
             s->state = RSH_ACROSS_WAIT;
             break;
         case RSH_ACROSS_WAIT: {
-            if ((st = zap_coll_hier_stage_test(comm, &s->req)) != ZAP_OK)
+            if ((st = zap_coll_hier_stage_test(op, &s->req)) != ZAP_OK)
                 return st;
             size_t mine = zap_rs_count(a, comm->rank);
             if (h->node == NULL)
@@ -120,7 +120,7 @@ static zap_status_t progress(zap_coll_op_t *op)
             break;
         }
         case RSH_DOWN_WAIT:
-            if ((st = zap_coll_hier_stage_test(comm, &s->req)) != ZAP_OK)
+            if ((st = zap_coll_hier_stage_test(op, &s->req)) != ZAP_OK)
                 return st;
             zap_coll_hier_give_back(comm, s->ticket, &s->ticketed);
             return ZAP_OK;

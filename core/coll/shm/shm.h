@@ -308,9 +308,9 @@ void zap_coll_shm_copy_but(const zap_coll_op_t *op, unsigned char *to, size_t to
 
 /* --- single-copy reads (shm_cma.c) ------------------------------------------ */
 /* Reads bytes at comm rank q's address from (in q's address space) into to:
- * ZAP_OK; ZAP_ERR_PEER_FAILED (logged) when q's process is gone;
+ * ZAP_OK; ZAP_ERR_PEER_FAILED (logged; q becomes op's culprit) when q's process is gone;
  * ZAP_ERR_TRANSPORT (logged) when the range is not readable. */
-zap_status_t zap_coll_shm_read(const zap_coll_op_t *op, int q, void *to, uint64_t from, size_t bytes);
+zap_status_t zap_coll_shm_read(zap_coll_op_t *op, int q, void *to, uint64_t from, size_t bytes);
 /* The segment's single-copy scratch, grown to at least bytes (shared by the
  * single-copy forms, which run one at a time: large exchanges are in turn);
  * NULL (logged) without memory. */

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <sys/uio.h>
 
-zap_status_t zap_coll_shm_read(const zap_coll_op_t *op, int q, void *to, uint64_t from, size_t bytes)
+zap_status_t zap_coll_shm_read(zap_coll_op_t *op, int q, void *to, uint64_t from, size_t bytes)
 {
     const zap_coll_shm_t *s = op->comm->shm;
     while (bytes > 0) {
@@ -25,6 +25,7 @@ zap_status_t zap_coll_shm_read(const zap_coll_op_t *op, int q, void *to, uint64_
         int err = n < 0 ? errno : EFAULT;
         int tr = zap_coll_transport_rank(op->comm, q);
         if (err == ESRCH) {
+            op->culprit = tr;
             zap_error("coll: rank %d: peer rank %d (pid %d) failed: its process is gone (single-copy read on "
                       "communicator %u, sequence %llu)",
                       op->comm->rank, tr, (int)s->pids[q], zap_coll_comm_id(op->comm), (unsigned long long)op->seq);
