@@ -37,13 +37,16 @@
 #include "coll/patterns/patterns.h"
 #include <string.h>
 
-/* Chunks: vectors up to WHOLE_MAX go whole; up to PIPE_MAX in PIPE_CHUNK
- * pieces, so that the network stage of one overlaps the hosts' stages of its
- * neighbours even at a few megabytes, where whole vectors or eighths of them
+/* Chunks: vectors up to WHOLE_MAX go whole; up to SMALL_PIPE_MAX in
+ * SMALL_PIPE_CHUNK pieces and up to PIPE_MAX in PIPE_CHUNK pieces, so that
+ * the network stage of one overlaps the hosts' stages of its neighbours
+ * even at a few hundred kilobytes, where whole vectors or eighths of them
  * left the link idle during the node stages (docs/performance.md, "Across
  * hosts"); larger ones in eight chunks of at most CHUNK_MAX, where the
  * per-chunk cost of more pieces would show. */
-#define WHOLE_MAX ((size_t)256 << 10)
+#define WHOLE_MAX ((size_t)128 << 10)
+#define SMALL_PIPE_CHUNK ((size_t)64 << 10)
+#define SMALL_PIPE_MAX ((size_t)512 << 10)
 #define PIPE_CHUNK ((size_t)128 << 10)
 #define PIPE_MAX ((size_t)8 << 20)
 #define CHUNK_MAX ((size_t)4 << 20)
@@ -200,8 +203,9 @@ static zap_status_t init_large(zap_coll_op_t *op)
     size_t bytes = a->count * s->esize;
     size_t chunk_bytes = comm->set.pipeline_bytes;
     if (chunk_bytes == 0)
-        chunk_bytes = bytes <= WHOLE_MAX  ? bytes
-                      : bytes <= PIPE_MAX ? PIPE_CHUNK
+        chunk_bytes = bytes <= WHOLE_MAX        ? bytes
+                      : bytes <= SMALL_PIPE_MAX ? SMALL_PIPE_CHUNK
+                      : bytes <= PIPE_MAX       ? PIPE_CHUNK
                       : bytes / 8 > CHUNK_MAX ? CHUNK_MAX
                                               : bytes / 8;
     s->chunk = chunk_bytes / s->esize > 0 ? chunk_bytes / s->esize : 1;
