@@ -253,6 +253,9 @@ TEST(HierAllreduce, DefaultChunkingOfAFewMegabytesMatchesTheReference)
     HostWorld w(block("2x3", {3, 3}));
     check_allreduce(w, ZAP_DT_FLOAT64, ZAP_OP_SUM, (size_t)1 << 20, 8, false, "2x3 8 MiB");
     check_allreduce(w, ZAP_DT_UINT8, ZAP_OP_BXOR, (size_t)3 << 20, 9, true, "2x3 3 MiB");
+    // 64 KiB chunks, the last one short.
+    check_allreduce(w, ZAP_DT_INT32, ZAP_OP_SUM, (300 << 10) / 4 + 3, 10, false, "2x3 300 KiB");
+    check_allreduce(w, ZAP_DT_FLOAT32, ZAP_OP_SUM, (512 << 10) / 4, 11, true, "2x3 512 KiB");
 }
 
 TEST(HierAllreduce, InterHostBytesStayWithinFivePercentOfTheLowerBound)
