@@ -1347,7 +1347,9 @@ TEST(Hier, EverySurvivorOfALeaderLostInAPipelinedAllreduceFailsForTheDeadPeer)
     // survivor's revocation of the parent or of a stage, in any order: each
     // must carry the dead peer (ZAP_ERR_PEER_FAILED), never a bare
     // cancellation (ZAP_ERR_REVOKED, "cancelled there") of a stage that a
-    // survivor gave up when its parent failed.
+    // survivor gave up when its parent failed, and every revocation's log
+    // line names the dead peer (a parent failed by its stage takes the
+    // stage's culprit).
     for (int run = 0; run < 8; run++) {
         Params p;
         p.timeout(5);
@@ -1377,6 +1379,8 @@ TEST(Hier, EverySurvivorOfALeaderLostInAPipelinedAllreduceFailsForTheDeadPeer)
         for (int r = 1; r < w.n; r++)
             EXPECT_EQ(st[r], ZAP_ERR_PEER_FAILED) << "run " << run << " rank " << r << " " << zap_status_string(st[r]);
         EXPECT_FALSE(cap.contains("cancelled there")) << "run " << run << "\n" << cap.all();
+        EXPECT_FALSE(cap.contains("that operation (peer failed)")) << "a revocation without its dead peer, run " << run
+                                                                    << "\n" << cap.all();
     }
 }
 
