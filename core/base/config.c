@@ -74,8 +74,9 @@ static const cfg_row_t rows[] = {
                            CFG_CHOICE, "auto|binomial|scatter_allgather|chain|rd|shm|hier", 0, 0},
     [ZAP_CFG_COLL_PIPELINE_BYTES] = {{"ZAP_COLL_PIPELINE_BYTES", "256K", "bytes, 4K to 64M",
                                       "Segment size of pipelined collectives (ring allreduce, chain "
-                                      "broadcast). Unset: chosen per message size, at most 256K "
-                                      "(docs/collectives.md)."},
+                                      "broadcast, the hierarchical allreduce's chunks). Unset: chosen per "
+                                      "message size, at most 256K (the hierarchical allreduce: whole up "
+                                      "to 128K, then 64K to 4M) (docs/collectives.md)."},
                                      CFG_SIZE, NULL, 4096, 64 * MiB},
     [ZAP_CFG_CHECKSUM] = {{"ZAP_CHECKSUM", "0", "0 or 1",
                            "1: collective payloads carry a CRC32C per chunk; a corrupted payload is "
