@@ -291,11 +291,12 @@ zap_status_t zap_ucp_ep_create(zap_ucp_worker_t *w, int peer, int peer_errors, u
     ucs_status_t s = ucp_ep_create(w->worker, &ep, ep_p);
     if (s == UCS_ERR_UNREACHABLE && peer_errors)
         return ZAP_ERR_UNSUPPORTED; /* the caller decides; nothing logged */
-    /* A same-host peer's shared-memory FIFO is gone only once its worker
-     * is: the segment is removed at its last detach, and the owner holds it
-     * for life. So this is the peer failing, as a refused connection is. */
-    bool gone = zap_ucp_status(s) == ZAP_ERR_PEER_FAILED || s == UCS_ERR_SHMEM_SEGMENT;
     if (s != UCS_OK) {
+        /* A same-host peer's shared-memory FIFO is gone only once its
+         * worker is: the segment is removed at its last detach, and the
+         * owner holds it for life. So this is the peer failing, as a
+         * refused connection is. */
+        bool gone = zap_ucp_status(s) == ZAP_ERR_PEER_FAILED || s == UCS_ERR_SHMEM_SEGMENT;
         zap_error("ucp: rank %d: ucp_ep_create to rank %d failed: %s%s", w->rank, peer, ucs_status_string(s),
                   s == UCS_ERR_SHMEM_SEGMENT ? " (its shared memory is gone: it exited or failed)" : "");
         return gone ? ZAP_ERR_PEER_FAILED : ZAP_ERR_TRANSPORT;

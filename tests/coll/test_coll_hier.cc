@@ -1286,6 +1286,26 @@ TEST(Hier, OutstandingReducesGathersAndReduceScattersCompleteWaitedInReverse)
     }
 }
 
+namespace {
+// The rank that leaves in the middle of req, as a crash would: once its
+// agreement is done, after `tests` more progress calls and delay_us, it
+// closes its transport and drops the request. Returns its own verdict.
+zap_status_t leave_mid_call(zap_request_t *req, zap_transport_t *t, int tests, useconds_t delay_us)
+{
+    int done = 0;
+    zap_status_t s = ZAP_OK;
+    while (zap_coll_test_agreeing(req) && s == ZAP_OK && !done)
+        s = zap_request_test(req, &done);
+    for (int i = 0; i < tests && s == ZAP_OK && !done; i++)
+        s = zap_request_test(req, &done);
+    if (delay_us > 0)
+        usleep(delay_us);
+    zap_transport_close(t);
+    zap_request_free(req);
+    return ZAP_ERR_PEER_FAILED;
+}
+} // namespace
+
 TEST(Hier, ALeaderGoneAfterTheAgreementFailsTheStagesNamingItNotAHang)
 {
     // Rank 3, host 2's leader, leaves once its agreement is done, so the
@@ -1316,16 +1336,8 @@ TEST(Hier, ALeaderGoneAfterTheAgreementFailsTheStagesNamingItNotAHang)
                                                                      ZAP_DT_INT32, ZAP_OP_SUM, &req);
             if (s != ZAP_OK)
                 return s;
-            if (r == 3) {
-                int done = 0;
-                while (zap_coll_test_agreeing(req) && s == ZAP_OK && !done)
-                    s = zap_request_test(req, &done);
-                if (late)
-                    usleep(100000);
-                zap_transport_close(w.t[3]);
-                zap_request_free(req);
-                return ZAP_ERR_PEER_FAILED;
-            }
+            if (r == 3)
+                return leave_mid_call(req, w.t[3], 0, late ? 100000 : 0);
             s = zap_request_wait(req);
             zap_request_free(req);
             return s;
@@ -1362,16 +1374,8 @@ TEST(Hier, EverySurvivorOfALeaderLostInAPipelinedAllreduceFailsForTheDeadPeer)
             zap_status_t s = zap_iallreduce(w.c[r], in[r].data(), out[r].data(), count, ZAP_DT_INT32, ZAP_OP_SUM, &req);
             if (s != ZAP_OK)
                 return s;
-            if (r == 0) {
-                int done = 0;
-                while (zap_coll_test_agreeing(req) && s == ZAP_OK && !done)
-                    s = zap_request_test(req, &done);
-                for (int i = 0; i < 20 * (run % 4) && s == ZAP_OK && !done; i++)
-                    s = zap_request_test(req, &done); /* a few stages in */
-                zap_transport_close(w.t[0]);
-                zap_request_free(req);
-                return ZAP_ERR_PEER_FAILED;
-            }
+            if (r == 0)
+                return leave_mid_call(req, w.t[0], 20 * (run % 4), 0); /* a few stages in */
             s = zap_request_wait(req);
             zap_request_free(req);
             return s;

@@ -206,8 +206,8 @@ static zap_status_t init_large(zap_coll_op_t *op)
         chunk_bytes = bytes <= WHOLE_MAX        ? bytes
                       : bytes <= SMALL_PIPE_MAX ? SMALL_PIPE_CHUNK
                       : bytes <= PIPE_MAX       ? PIPE_CHUNK
-                      : bytes / 8 > CHUNK_MAX ? CHUNK_MAX
-                                              : bytes / 8;
+                      : bytes / 8 > CHUNK_MAX   ? CHUNK_MAX
+                                                : bytes / 8;
     s->chunk = chunk_bytes / s->esize > 0 ? chunk_bytes / s->esize : 1;
     s->nchunks = a->count == 0 ? 0 : (int)((a->count + s->chunk - 1) / s->chunk);
     size_t want = s->chunk * s->esize / SLICE_MIN;
