@@ -9,6 +9,12 @@
  * each rank of it a message of its own), and the root's link carries what
  * the other hosts need and nothing more.
  *
+ * Where a host's parts already lie in the root's buffer back to back in
+ * local-rank order (a scatter, and most scatterv tables), the root sends
+ * them from there: no packing copy ahead of the link, and the sends to every
+ * such host are in flight together while the root's own host scatters. A
+ * host whose parts must be packed waits for the packing area, one at a time.
+ *
  * Counts are known only at the root: a rank whose recvcount is too small
  * learns it in its node's scatter (ZAP_ERR_INVALID_PARAM there, and
  * ZAP_ERR_MISMATCH on the rest of its host), and a last exchange through the
@@ -27,13 +33,13 @@
 #define STEP_DATA 1
 
 typedef enum { SH_START, SH_ROOT_SEND, SH_ROOT_WAIT, SH_COUNTS_WAIT, SH_DATA_WAIT, SH_NODE, SH_NODE_WAIT,
-               SH_STATUS, SH_DONE } sh_state_t;
+               SH_ROOT_DRAIN, SH_STATUS, SH_DONE } sh_state_t;
 
 typedef struct scv_hier {
     sh_state_t state;
     int next_host;         /* the root: the next host to send to */
     size_t esize;
-    uint64_t *counts;      /* this host's counts (nlocal), in scratch */
+    uint64_t *counts;      /* this host's counts (nlocal), in scratch; on the root every host's, at host_first */
     size_t *ncounts;
     ptrdiff_t *ndispls; /* the node scatter's counts and displacements (nlocal each), in scratch */
     char *packed;          /* a leader's copy of its host's parts (scratch2), or the root's buffer */
@@ -59,9 +65,30 @@ static void release(zap_coll_op_t *op)
     zap_coll_hier_give_back(op->comm, s->ticket, &s->ticketed);
 }
 
+/* Where host g's parts start in the root's buffer when they lie there back
+ * to back in local-rank order; NULL when they must be packed. */
+static const char *host_run(const zap_coll_op_t *op, const scv_hier_t *s, int g)
+{
+    const zap_coll_args_t *a = &op->args;
+    const zap_coll_topo_t *t = op->comm->hier->topo;
+    ptrdiff_t first = -1, at = 0;
+    for (int l = 0; l < t->host_size[g]; l++) {
+        int r = zap_coll_topo_rank(t, g, l);
+        if (count_of(a, r) == 0)
+            continue; /* an empty part's displacement is not read */
+        if (first < 0)
+            first = at = displ_of(a, r);
+        else if (displ_of(a, r) != at)
+            return NULL;
+        at += (ptrdiff_t)count_of(a, r);
+    }
+    return (const char *)a->src + (first < 0 ? 0 : first) * (ptrdiff_t)s->esize;
+}
+
 /* Host g's counts into counts and, when out is not NULL, its parts packed
- * there in local-rank order (the root sends one host at a time from
- * scratch2, sized for the largest). Returns the packed length in bytes. */
+ * there in local-rank order (the root packs one host at a time in scratch2,
+ * sized for the largest host that needs it). Returns the packed length in
+ * bytes. */
 static size_t pack_host(const zap_coll_op_t *op, const scv_hier_t *s, int g, uint64_t *counts, char *out)
 {
     const zap_coll_args_t *a = &op->args;
@@ -101,25 +128,33 @@ static zap_status_t progress(zap_coll_op_t *op)
                 s->state = SH_NODE;
             }
             break;
-        case SH_ROOT_SEND: /* one host at a time: its counts and its packed parts */
+        case SH_ROOT_SEND: { /* each other host: its counts, then its parts */
             while (s->next_host < t->nhosts && s->next_host == root_host)
                 s->next_host++;
             if (s->next_host == t->nhosts) {
-                s->state = SH_NODE;
+                s->state = SH_NODE; /* sends still in flight drain after the node's scatter */
                 break;
             }
-            s->packed_bytes = pack_host(op, s, s->next_host, s->counts, s->packed);
-            if ((st = zap_coll_send(op, zap_coll_topo_rank(t, s->next_host, 0), PHASE_DATA, STEP_COUNTS, s->counts,
-                                    (size_t)t->host_size[s->next_host] * 8)) != ZAP_OK ||
-                (st = zap_coll_send(op, zap_coll_topo_rank(t, s->next_host, 0), PHASE_DATA, STEP_DATA, s->packed,
-                                    s->packed_bytes)) != ZAP_OK)
+            if (op->nreqs + 2 > ZAP_COLL_MAX_REQS) { /* every request slot in use: let those finish */
+                s->state = SH_ROOT_WAIT;
+                break;
+            }
+            int g = s->next_host++;
+            uint64_t *counts = s->counts + t->host_first[g];
+            const char *run = host_run(op, s, g);
+            size_t bytes = pack_host(op, s, g, counts, run != NULL ? NULL : s->packed);
+            if ((st = zap_coll_send(op, zap_coll_topo_rank(t, g, 0), PHASE_DATA, STEP_COUNTS, counts,
+                                    (size_t)t->host_size[g] * 8)) != ZAP_OK ||
+                (st = zap_coll_send(op, zap_coll_topo_rank(t, g, 0), PHASE_DATA, STEP_DATA,
+                                    run != NULL ? run : s->packed, bytes)) != ZAP_OK)
                 return st;
-            s->state = SH_ROOT_WAIT;
+            if (run == NULL)
+                s->state = SH_ROOT_WAIT; /* the packing area is in use until this send is done */
             break;
+        }
         case SH_ROOT_WAIT:
             if ((st = zap_coll_step_test(op)) != ZAP_OK)
                 return st;
-            s->next_host++;
             s->state = SH_ROOT_SEND;
             break;
         case SH_COUNTS_WAIT: {
@@ -168,7 +203,7 @@ static zap_status_t progress(zap_coll_op_t *op)
                     zap_coll_copy(op, a->dst, from + s->ndispls[0] * s->esize, s->ncounts[0] * s->esize);
                 }
                 zap_coll_hier_give_back(comm, s->ticket, &s->ticketed);
-                s->state = SH_STATUS;
+                s->state = SH_ROOT_DRAIN;
                 break;
             }
             int node_root = h->host == root_host ? t->local[a->root] : 0;
@@ -189,9 +224,14 @@ static zap_status_t progress(zap_coll_op_t *op)
             if (st != ZAP_OK && st != ZAP_ERR_MISMATCH && st != ZAP_ERR_INVALID_PARAM)
                 return zap_coll_hier_stage_failed(comm, st);
             s->node_st = st;
-            s->state = SH_STATUS;
+            s->state = SH_ROOT_DRAIN;
             break;
         }
+        case SH_ROOT_DRAIN: /* the root's sends to the other hosts; no other rank has requests here */
+            if (op->nreqs > 0 && (st = zap_coll_step_test(op)) != ZAP_OK)
+                return st;
+            s->state = SH_STATUS;
+            break;
         case SH_STATUS:
             if (s->node_st != ZAP_OK)
                 zap_coll_agree_mark_bad_own(&op->hdr_own, op->comm->rank);
@@ -222,7 +262,7 @@ zap_status_t zap_scatterv_hier_init(zap_coll_op_t *op)
     s->esize = zap_dtype_size(a->dt);
     /* counts (the largest host's on the root), then the node scatter's
      * counts and displacements. */
-    size_t n = (size_t)(comm->rank == a->root ? t->max_host_size : h->nlocal);
+    size_t n = (size_t)(comm->rank == a->root ? comm->size : h->nlocal);
     zap_status_t st = zap_coll_scratch(op, &op->scratch, n * 8 + 2 * (size_t)h->nlocal * sizeof(size_t));
     if (st != ZAP_OK)
         return st;
@@ -230,14 +270,14 @@ zap_status_t zap_scatterv_hier_init(zap_coll_op_t *op)
     s->ncounts = (size_t *)(s->counts + n);
     s->ndispls = (ptrdiff_t *)(s->ncounts + h->nlocal);
     if (comm->rank == a->root) {
-        /* The packing area: the largest other host's parts. */
+        /* The packing area: the largest other host's parts that need packing. */
         size_t most = 0;
         for (int g = 0; g < t->nhosts; g++)
-            if (g != h->host) {
+            if (g != h->host && host_run(op, s, g) == NULL) {
                 size_t b = pack_host(op, s, g, s->counts, NULL);
                 most = b > most ? b : most;
             }
-        if ((st = zap_coll_scratch(op, &op->scratch2, most)) != ZAP_OK)
+        if (most > 0 && (st = zap_coll_scratch(op, &op->scratch2, most)) != ZAP_OK)
             return st;
         s->packed = op->scratch2.ptr;
     }
