@@ -76,27 +76,41 @@ static int env_yes(const char *name)
                          strcmp(v, "1") == 0);
 }
 
-/* Whether UCX_TLS lets UCX use posix or sysv shared memory (the "mm"
- * transports): unset or "all", a list naming one of them or an alias that
- * contains them, or an exclusion list ("^...") that leaves one of them in. A
+/* Whether UCX_TLS lets UCX use one of the transports names[0..n-1], which
+ * the aliases stand for together: unset or "all", a list naming one of them
+ * or an alias, or an exclusion list ("^...") that leaves one of them in. A
  * setting UCX never applies draws a warning from it, so it is set only then. */
-static int mm_allowed(void)
+static int tls_allow(const char *const *names, int n, const char *const *aliases, int naliases)
 {
     const char *tls = getenv("UCX_TLS");
     if (tls == NULL || tls[0] == '\0' || strcmp(tls, "all") == 0)
         return 1;
-    int exclude = tls[0] == '^';
-    int alias = 0, posix = 0, sysv = 0;
+    int exclude = tls[0] == '^', alias = 0;
+    unsigned named = 0;
     char buf[256];
     snprintf(buf, sizeof(buf), "%s", tls + exclude);
     for (char *save = NULL, *t = strtok_r(buf, ",", &save); t != NULL; t = strtok_r(NULL, ",", &save)) {
-        alias |= strcmp(t, "sm") == 0 || strcmp(t, "shm") == 0 || strcmp(t, "mm") == 0;
-        posix |= strcmp(t, "posix") == 0;
-        sysv |= strcmp(t, "sysv") == 0;
+        for (int i = 0; i < naliases; i++)
+            alias |= strcmp(t, aliases[i]) == 0;
+        for (int i = 0; i < n; i++)
+            named |= (unsigned)(strcmp(t, names[i]) == 0) << i;
     }
     if (exclude)
-        return !alias && !(posix && sysv);
-    return alias || posix || sysv;
+        return !alias && named != (1u << n) - 1;
+    return alias || named != 0;
+}
+
+/* posix or sysv shared memory (the "mm" transports). */
+static int mm_allowed(void)
+{
+    static const char *const names[] = {"posix", "sysv"}, *const aliases[] = {"sm", "shm", "mm"};
+    return tls_allow(names, 2, aliases, 3);
+}
+
+static int tcp_allowed(void)
+{
+    static const char *const names[] = {"tcp"};
+    return tls_allow(names, 1, NULL, 0);
 }
 
 /* Shared-memory peer failure detection (ucp_worker.h says why): on unless
@@ -135,6 +149,31 @@ static int configure_peer_errors(zap_ucp_worker_t *w, ucp_config_t *config, doub
     return yes;
 }
 
+/* TCP's segments (docs/transport.md, "TCP segments"): UCX sends a message
+ * larger than one segment (8 KiB by default) by rendezvous, whose control
+ * messages wait behind the data already queued on a busy link, a round trip
+ * or more per message; at link rates that costs more than the copy an eager
+ * message takes. Larger segments keep messages up to their size eager.
+ * Unless the user chose either size for UCX, or UCX_TLS leaves TCP out. The
+ * keys go without their table's TCP_ prefix: ucp_config_modify matches the
+ * field names (UCX 1.13 calls the prefixed ones invalid), which only the TCP
+ * transport has. */
+#define ZAP_UCP_TCP_SEG "1m"
+static void configure_tcp(const zap_ucp_worker_t *w, ucp_config_t *config)
+{
+    if (env_set("UCX_TCP_TX_SEG_SIZE") || env_set("UCX_TCP_RX_SEG_SIZE") || !tcp_allowed())
+        return;
+    static const char *const keys[] = {"RX_SEG_SIZE", "TX_SEG_SIZE"}; /* room to receive, then to send */
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+        ucs_status_t s = ucp_config_modify(config, keys[i], ZAP_UCP_TCP_SEG);
+        if (s != UCS_OK) {
+            zap_info("ucp: rank %d: UCX does not take %s=%s (%s): messages over TCP keep its segments", w->rank,
+                     keys[i], ZAP_UCP_TCP_SEG, ucs_status_string(s));
+            return;
+        }
+    }
+}
+
 static zap_status_t open_ucp(zap_ucp_worker_t *w, double timeout_s)
 {
     ucp_config_t *config = NULL;
@@ -144,6 +183,7 @@ static zap_status_t open_ucp(zap_ucp_worker_t *w, double timeout_s)
         return ZAP_ERR_TRANSPORT;
     }
     w->same_host_errors = configure_peer_errors(w, config, timeout_s);
+    configure_tcp(w, config);
     ucp_params_t params;
     memset(&params, 0, sizeof(params));
     params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED |
