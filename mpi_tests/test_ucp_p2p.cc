@@ -570,54 +570,6 @@ TEST_F(Ucp, BlockingReceiveOfAMessageAlreadyThereReportsItsLength)
     }
 }
 
-// Over TCP the transport widens UCX's segments (docs/transport.md, "TCP
-// segments") so that messages up to a segment go eager: such a send completes
-// while its receiver is busy elsewhere and has posted nothing, where a
-// rendezvous (UCX's default beyond 8 KiB) waits for the receiver. The
-// receiver stays out of the transport until the sender reports, over MPI.
-TEST_F(Ucp, OverTcpAMessageUpToASegmentCompletesBeforeItsReceiverPosts)
-{
-    const char *tls = getenv("UCX_TLS");
-    if (tls == nullptr || strstr(tls, "tcp") == nullptr || strstr(tls, "sm") != nullptr)
-        GTEST_SKIP() << "the TCP form of this test only (UCX_TLS=" << (tls ? tls : "unset") << ")";
-    int peer = partner();
-    const size_t len = 64u << 10; // within the kernel's socket buffers of an idle connection
-    const uint64_t tag = 0x7C95;
-    std::vector<uint8_t> buf(len);
-    char hello = 'h';
-    if (peer >= 0) { // connect first: wiring up needs both sides in the transport
-        if (rank() < peer) {
-            ASSERT_EQ(zap_transport_send(t_, peer, tag - 1, &hello, 1), ZAP_OK);
-            ASSERT_EQ(zap_transport_recv(t_, peer, tag - 1, &hello, 1, nullptr), ZAP_OK);
-        } else {
-            ASSERT_EQ(zap_transport_recv(t_, peer, tag - 1, &hello, 1, nullptr), ZAP_OK);
-            ASSERT_EQ(zap_transport_send(t_, peer, tag - 1, &hello, 1), ZAP_OK);
-        }
-    }
-    if (peer >= 0 && rank() < peer) {
-        fill(buf.data(), len, seed_of(rank(), peer, tag, len));
-        zap_request_t *r = nullptr;
-        ASSERT_EQ(zap_transport_isend(t_, peer, tag, buf.data(), len, &r), ZAP_OK);
-        int done = 0;
-        double until = zap_clock_now() + 5.0;
-        while (!done && zap_clock_now() < until)
-            ASSERT_EQ(zap_request_test(r, &done), ZAP_OK);
-        EXPECT_TRUE(done) << "a " << len << "-byte send waited for its receiver: not eager";
-        char word = done ? 'e' : 'r';
-        MPI_Send(&word, 1, MPI_CHAR, peer, 0, MPI_COMM_WORLD);
-        EXPECT_EQ(zap_request_wait(r), ZAP_OK);
-        zap_request_free(r);
-    } else if (peer >= 0) {
-        char word = 0;
-        MPI_Recv(&word, 1, MPI_CHAR, peer, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        size_t got = 0;
-        ASSERT_EQ(zap_transport_recv(t_, peer, tag, buf.data(), len, &got), ZAP_OK);
-        EXPECT_EQ(got, len);
-        EXPECT_EQ(first_bad(buf.data(), len, seed_of(peer, rank(), tag, len)), -1);
-    }
-    MPI_Barrier(MPI_COMM_WORLD);
-}
-
 TEST_F(Ucp, BlockingFormsCheckTheirArguments)
 {
     MpiExpectLog("is not in");

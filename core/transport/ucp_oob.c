@@ -88,14 +88,17 @@ zap_status_t zap_ucp_oob_exchange(zap_ucp_worker_t *w, const void *addr, size_t 
     free(padded);
     if (st != ZAP_OK)
         goto free_lens;
-    /* Which ranks share a host: host name and boot id, as the MPI
-     * bootstrap has it (peer_class.c). */
-    uint64_t h = zap_host_id();
-    w->host = calloc((size_t)w->size, sizeof(uint64_t));
-    st = zap_ucp_oob_agree(oob, w->host == NULL ? ZAP_ERR_NO_MEMORY : ZAP_OK);
-    if (st == ZAP_OK)
-        st = zap_ucp_oob_allgather(oob, &h, w->host, sizeof(h));
 free_lens:
     free(lens);
+    return st;
+}
+
+zap_status_t zap_ucp_oob_hosts(zap_ucp_worker_t *w)
+{
+    uint64_t h = zap_host_id();
+    w->host = calloc((size_t)w->size, sizeof(uint64_t));
+    zap_status_t st = zap_ucp_oob_agree(&w->oob, w->host == NULL ? ZAP_ERR_NO_MEMORY : ZAP_OK);
+    if (st == ZAP_OK)
+        st = zap_ucp_oob_allgather(&w->oob, &h, w->host, sizeof(h));
     return st;
 }

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <dirent.h>
 #include <string.h>
 #include <strings.h>
 
@@ -149,29 +150,58 @@ static int configure_peer_errors(zap_ucp_worker_t *w, ucp_config_t *config, doub
     return yes;
 }
 
-/* TCP's segments (docs/transport.md, "TCP segments"): UCX sends a message
- * larger than one segment (8 KiB by default) by rendezvous, whose control
+/* Messages between hosts over TCP (docs/transport.md, "TCP between hosts"):
+ * UCX sends anything above one 8 KiB segment by rendezvous, whose control
  * messages wait behind the data already queued on a busy link, a round trip
  * or more per message; at link rates that costs more than the copy an eager
- * message takes. Larger segments keep messages up to their size eager.
- * Unless the user chose either size for UCX, or UCX_TLS leaves TCP out. The
- * keys go without their table's TCP_ prefix: ucp_config_modify matches the
- * field names (UCX 1.13 calls the prefixed ones invalid), which only the TCP
- * transport has. */
-#define ZAP_UCP_TCP_SEG "1m"
+ * message takes. So where the ranks span several hosts, UCX_TLS allows TCP
+ * and no RDMA device is in use (none on the host, or UCX_TLS leaves them
+ * out: UCX would take one between hosts, whose rendezvous is a zero-copy
+ * read), messages up to
+ * ZAP_UCP_TCP_EAGER go eager, in UCX's own 64 KiB fragments. The setting is
+ * the context's: same-host messages up to that size go eager over shared
+ * memory too (zap's collectives inside a host do not use UCX's messages).
+ * Unless the user chose UCX_RNDV_THRESH. (Larger TCP segments would do it
+ * for TCP alone, but with them UCX 1.13 leaves a message undelivered now
+ * and then.) */
+#define ZAP_UCP_TCP_EAGER "1m"
+static int several_hosts(const zap_ucp_worker_t *w)
+{
+    for (int r = 1; r < w->size; r++)
+        if (w->host[r] != w->host[0])
+            return 1;
+    return 0;
+}
+
+/* UCX's InfiniBand/RoCE transports, which UCX_TLS may name one by one. */
+static int rdma_allowed(void)
+{
+    static const char *const names[] = {"rc", "rc_v", "rc_x", "rc_verbs", "rc_mlx5", "dc", "dc_x", "dc_mlx5",
+                                        "ud", "ud_v", "ud_x", "ud_verbs", "ud_mlx5"};
+    static const char *const aliases[] = {"ib"};
+    return tls_allow(names, (int)(sizeof(names) / sizeof(names[0])), aliases, 1);
+}
+
+static int rdma_device(void)
+{
+    DIR *d = opendir("/sys/class/infiniband");
+    if (d == NULL)
+        return 0;
+    int found = 0;
+    for (struct dirent *e; !found && (e = readdir(d)) != NULL;)
+        found = e->d_name[0] != '.';
+    closedir(d);
+    return found;
+}
+
 static void configure_tcp(const zap_ucp_worker_t *w, ucp_config_t *config)
 {
-    if (env_set("UCX_TCP_TX_SEG_SIZE") || env_set("UCX_TCP_RX_SEG_SIZE") || !tcp_allowed())
+    if (env_set("UCX_RNDV_THRESH") || !tcp_allowed() || !several_hosts(w) || (rdma_allowed() && rdma_device()))
         return;
-    static const char *const keys[] = {"RX_SEG_SIZE", "TX_SEG_SIZE"}; /* room to receive, then to send */
-    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
-        ucs_status_t s = ucp_config_modify(config, keys[i], ZAP_UCP_TCP_SEG);
-        if (s != UCS_OK) {
-            zap_info("ucp: rank %d: UCX does not take %s=%s (%s): messages over TCP keep its segments", w->rank,
-                     keys[i], ZAP_UCP_TCP_SEG, ucs_status_string(s));
-            return;
-        }
-    }
+    ucs_status_t s = ucp_config_modify(config, "RNDV_THRESH", ZAP_UCP_TCP_EAGER);
+    if (s != UCS_OK)
+        zap_info("ucp: rank %d: UCX does not take RNDV_THRESH=%s (%s)", w->rank, ZAP_UCP_TCP_EAGER,
+                 ucs_status_string(s));
 }
 
 static zap_status_t open_ucp(zap_ucp_worker_t *w, double timeout_s)
@@ -257,15 +287,23 @@ static zap_status_t exchange_addresses(zap_ucp_worker_t *w)
         st = ZAP_ERR_TRANSPORT;
         goto out;
     }
-    /* Which ranks share a host: host name and boot id (peer_class.c). */
-    uint64_t h = zap_host_id();
-    w->host = calloc((size_t)w->size, sizeof(uint64_t));
-    st = agree(w, w->host == NULL ? ZAP_ERR_NO_MEMORY : ZAP_OK);
-    if (st == ZAP_OK && PMPI_Allgather(&h, 1, MPI_UINT64_T, w->host, 1, MPI_UINT64_T, w->comm) != MPI_SUCCESS)
-        st = ZAP_ERR_TRANSPORT;
 out:
     if (addr != NULL)
         ucp_worker_release_address(w->worker, addr);
+    return st;
+}
+
+/* Which ranks share a host: host name and boot id (peer_class.c). Before
+ * the UCP context, whose TCP settings depend on it (configure_tcp). */
+static zap_status_t exchange_hosts(zap_ucp_worker_t *w)
+{
+    if (w->oob.allgather != NULL)
+        return zap_ucp_oob_hosts(w);
+    uint64_t h = zap_host_id();
+    w->host = calloc((size_t)w->size, sizeof(uint64_t));
+    zap_status_t st = agree(w, w->host == NULL ? ZAP_ERR_NO_MEMORY : ZAP_OK);
+    if (st == ZAP_OK && PMPI_Allgather(&h, 1, MPI_UINT64_T, w->host, 1, MPI_UINT64_T, w->comm) != MPI_SUCCESS)
+        st = ZAP_ERR_TRANSPORT;
     return st;
 }
 
@@ -286,7 +324,9 @@ zap_status_t zap_ucp_worker_init(zap_ucp_worker_t *w, MPI_Comm comm, double time
     }
     PMPI_Comm_rank(w->comm, &w->rank);
     PMPI_Comm_size(w->comm, &w->size);
-    zap_status_t st = agree(w, open_ucp(w, timeout_s));
+    zap_status_t st = exchange_hosts(w);
+    if (st == ZAP_OK)
+        st = agree(w, open_ucp(w, timeout_s));
     if (st == ZAP_OK)
         st = exchange_addresses(w);
     if (st != ZAP_OK) {
@@ -303,7 +343,9 @@ zap_status_t zap_ucp_worker_init_oob(zap_ucp_worker_t *w, const zap_ucp_oob_t *o
     w->oob = *oob;
     w->rank = oob->rank;
     w->size = oob->size;
-    zap_status_t st = agree(w, open_ucp(w, timeout_s));
+    zap_status_t st = exchange_hosts(w);
+    if (st == ZAP_OK)
+        st = agree(w, open_ucp(w, timeout_s));
     if (st == ZAP_OK)
         st = exchange_addresses(w);
     if (st != ZAP_OK) {

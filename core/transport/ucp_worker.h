@@ -59,9 +59,12 @@ zap_status_t zap_ucp_worker_init_oob(zap_ucp_worker_t *w, const zap_ucp_oob_t *o
  * bootstrap w was made with. */
 zap_status_t zap_ucp_worker_agree(zap_ucp_worker_t *w, zap_status_t local);
 
-/* ucp_oob.c: the address and host exchange over w->oob, filling addr_len,
- * addr_off (allocated by the caller), addrs and host. */
+/* ucp_oob.c: the address exchange over w->oob, filling addr_len, addr_off
+ * (allocated by the caller) and addrs; and the host exchange, filling host
+ * (which ranks share a host: host name and boot id, as the MPI bootstrap has
+ * it, peer_class.c), before the UCP context exists. */
 zap_status_t zap_ucp_oob_exchange(zap_ucp_worker_t *w, const void *addr, size_t len);
+zap_status_t zap_ucp_oob_hosts(zap_ucp_worker_t *w);
 
 /* Connects to peer's worker. With peer_errors, asks for UCX peer error
  * handling: cb(arg, ep, status) then runs inside ucp_worker_progress when UCX
