@@ -157,13 +157,14 @@ static int configure_peer_errors(zap_ucp_worker_t *w, ucp_config_t *config, doub
  * message takes. So where the ranks span several hosts, UCX_TLS allows TCP
  * and no RDMA device is in use (none on the host, or UCX_TLS leaves them
  * out: UCX would take one between hosts, whose rendezvous is a zero-copy
- * read), messages up to
- * ZAP_UCP_TCP_EAGER go eager, in UCX's own 64 KiB fragments. The setting is
- * the context's: same-host messages up to that size go eager over shared
- * memory too (zap's collectives inside a host do not use UCX's messages).
- * Unless the user chose UCX_RNDV_THRESH. (Larger TCP segments would do it
- * for TCP alone, but with them UCX 1.13 leaves a message undelivered now
- * and then.) */
+ * read), messages up to ZAP_UCP_TCP_EAGER go eager, in UCX's own 64 KiB
+ * fragments, unless the user chose UCX_RNDV_THRESH. The setting is the
+ * context's: same-host messages up to that size go eager over shared memory
+ * too (zap's collectives inside a host do not use UCX's messages). Larger
+ * TCP segments would do it for TCP alone, but with them UCX 1.13 leaves a
+ * message undelivered now and then. A rank that decides otherwise (another
+ * environment, a host with RDMA) only changes how it sends: receivers take
+ * either protocol. */
 #define ZAP_UCP_TCP_EAGER "1m"
 static int several_hosts(const zap_ucp_worker_t *w)
 {
