@@ -86,8 +86,6 @@ zap_status_t zap_ucp_oob_exchange(zap_ucp_worker_t *w, const void *addr, size_t 
     }
     free(all);
     free(padded);
-    if (st != ZAP_OK)
-        goto free_lens;
 free_lens:
     free(lens);
     return st;

@@ -195,7 +195,7 @@ static int rdma_device(void)
     return found;
 }
 
-static void configure_tcp(const zap_ucp_worker_t *w, ucp_config_t *config)
+static void configure_rndv(const zap_ucp_worker_t *w, ucp_config_t *config)
 {
     if (env_set("UCX_RNDV_THRESH") || !tcp_allowed() || !several_hosts(w) || (rdma_allowed() && rdma_device()))
         return;
@@ -214,7 +214,7 @@ static zap_status_t open_ucp(zap_ucp_worker_t *w, double timeout_s)
         return ZAP_ERR_TRANSPORT;
     }
     w->same_host_errors = configure_peer_errors(w, config, timeout_s);
-    configure_tcp(w, config);
+    configure_rndv(w, config);
     ucp_params_t params;
     memset(&params, 0, sizeof(params));
     params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED |
@@ -295,7 +295,7 @@ out:
 }
 
 /* Which ranks share a host: host name and boot id (peer_class.c). Before
- * the UCP context, whose TCP settings depend on it (configure_tcp). */
+ * the UCP context, whose TCP settings depend on it (configure_rndv). */
 static zap_status_t exchange_hosts(zap_ucp_worker_t *w)
 {
     if (w->oob.allgather != NULL)

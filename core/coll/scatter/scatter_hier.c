@@ -260,8 +260,8 @@ zap_status_t zap_scatterv_hier_init(zap_coll_op_t *op)
     memset(s, 0, sizeof(*s));
     s->state = SH_START;
     s->esize = zap_dtype_size(a->dt);
-    /* counts (the largest host's on the root), then the node scatter's
-     * counts and displacements. */
+    /* counts (every host's on the root, which may have sends to all of them
+     * in flight), then the node scatter's counts and displacements. */
     size_t n = (size_t)(comm->rank == a->root ? comm->size : h->nlocal);
     zap_status_t st = zap_coll_scratch(op, &op->scratch, n * 8 + 2 * (size_t)h->nlocal * sizeof(size_t));
     if (st != ZAP_OK)
