@@ -339,6 +339,7 @@ zap_status_t zap_transport_checksum_wrap(zap_transport_t *inner, zap_transport_t
     zap_transport_base_init(&c->base, &c->ops, inner->rank, inner->size, inner->pool, false);
     c->base.timeout_s = inner->timeout_s;
     c->base.notice_home = inner->notice_home != NULL ? inner->notice_home : inner;
+    c->base.caps = inner->caps;
     c->inner = inner;
     c->corrupt_rank = corrupt;
     pthread_mutex_init(&c->lock, NULL);

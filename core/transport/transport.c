@@ -21,6 +21,7 @@ void zap_transport_base_init(zap_transport_t *t, const zap_transport_ops_t *ops,
                              zap_pool_t *pool, bool owns_pool)
 {
     t->ops = ops;
+    t->caps = 0;
     t->rank = rank;
     t->size = size;
     t->pool = pool;
@@ -129,7 +130,7 @@ zap_status_t zap_transport_caps(const zap_transport_t *t, zap_transport_caps_t *
     if (t == NULL || caps_p == NULL)
         return ZAP_ERR_INVALID_PARAM;
     caps_p->name = t->ops->name;
-    caps_p->flags = t->ops->cap_flags;
+    caps_p->flags = t->ops->cap_flags | t->caps;
     caps_p->min_latency_us = t->ops->min_latency_us;
     return ZAP_OK;
 }

@@ -69,6 +69,7 @@ typedef struct zap_transport_ops {
 
 struct zap_transport {
     const zap_transport_ops_t *ops;
+    uint32_t caps; /* ZAP_CAP_* of this instance, beside ops->cap_flags */
     int rank;
     int size;
     zap_pool_t *pool;

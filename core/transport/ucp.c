@@ -1371,6 +1371,8 @@ static zap_status_t create(MPI_Comm comm, const zap_ucp_oob_t *oob, zap_pool_t *
     u->lookup_min = zap_pool_kind(pool) == ZAP_MEM_MANAGED ? 1 : MEMH_MIN_BYTES;
     zap_transport_base_init(&u->base, &ucp_ops, u->w.rank, u->w.size, pool, owns_pool);
     u->base.timeout_s = timeout;
+    if (u->w.tcp_lingers)
+        u->base.caps |= ZAP_CAP_SENDS_NEED_PROGRESS;
     *t_p = &u->base;
     return ZAP_OK;
 }

@@ -161,8 +161,9 @@ static int configure_peer_errors(zap_ucp_worker_t *w, ucp_config_t *config, doub
  * fragments, unless the user chose UCX_RNDV_THRESH. The setting is the
  * context's: same-host messages up to that size go eager over shared memory
  * too (zap's collectives inside a host do not use UCX's messages). Larger
- * TCP segments would do it for TCP alone, but with them UCX 1.13 leaves a
- * message undelivered now and then. A rank that decides otherwise (another
+ * TCP segments would do it for TCP alone, but then a completed send may
+ * leave a whole message in its segment until the sender's next progress
+ * call (docs/transport.md, "Progress"). A rank that decides otherwise (another
  * environment, a host with RDMA) only changes how it sends: receivers take
  * either protocol. */
 #define ZAP_UCP_TCP_EAGER "1m"
@@ -215,6 +216,7 @@ static zap_status_t open_ucp(zap_ucp_worker_t *w, double timeout_s)
     }
     w->same_host_errors = configure_peer_errors(w, config, timeout_s);
     configure_rndv(w, config);
+    w->tcp_lingers = tcp_allowed() && (several_hosts(w) || !mm_allowed());
     ucp_params_t params;
     memset(&params, 0, sizeof(params));
     params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED |

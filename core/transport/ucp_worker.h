@@ -26,6 +26,10 @@ typedef struct zap_ucp_worker {
     uint64_t *host;    /* per rank: a hash of MPI_Get_processor_name */
     zap_ucp_oob_t oob; /* bootstrap without MPI (allgather set); comm is then MPI_COMM_NULL */
     int same_host_errors; /* shared memory can report a dead peer (below) */
+    /* UCX_TLS allows TCP and some peer is reached over it (another host, or
+     * this one without shared memory): a completed eager send may still hold
+     * bytes here (ZAP_CAP_SENDS_NEED_PROGRESS). */
+    int tcp_lingers;
 } zap_ucp_worker_t;
 
 /* Collective over comm: creates context (tag feature) and worker (serialised

@@ -376,8 +376,12 @@ ZAP_API zap_transport_t *zap_comm_transport(const zap_comm_t *comm);
  * A wait advances only its own communicator's operations: a program with
  * operations outstanding on several communicators whose ranks depend on
  * each other's progress (an MPI layer's progress function, say) calls this
- * for each while it waits. Never blocks. Returns ZAP_OK, or
- * ZAP_ERR_INVALID_PARAM for a NULL comm. */
+ * for each while it waits. It drives the transport even with nothing
+ * outstanding: a collective that completed may still hold the last part of
+ * an eager message over TCP, which leaves only on such calls, so a rank
+ * that waits outside zap for peers still inside a collective calls this
+ * (or zap_transport_progress) in that wait (docs/transport.md, "Progress").
+ * Never blocks. Returns ZAP_OK, or ZAP_ERR_INVALID_PARAM for a NULL comm. */
 ZAP_API zap_status_t zap_comm_progress(zap_comm_t *comm);
 
 /* What a wait on a communicator runs between its polls while it waits for

@@ -28,7 +28,13 @@ typedef struct zap_request zap_request_t;
 enum {
     ZAP_CAP_GPU_RESIDENT = 1u << 0, /* alloc_buffer returns memory the GPU can address */
     ZAP_CAP_ZERO_COPY = 1u << 1,    /* large messages move without an intermediate copy */
-    ZAP_CAP_MULTI_NODE = 1u << 2    /* ranks may be on different hosts */
+    ZAP_CAP_MULTI_NODE = 1u << 2,   /* ranks may be on different hosts */
+    /* This transport's completed sends may still hold bytes in this process
+     * (UCX over TCP: the part of an eager message the socket did not take),
+     * which leave only on later progress calls: a rank that waits outside
+     * zap for peers still receiving drives zap_transport_progress meanwhile
+     * (docs/transport.md, "Progress"). Per transport, from its settings. */
+    ZAP_CAP_SENDS_NEED_PROGRESS = 1u << 3
 };
 
 /* Options of a transport's create call (zap_ucp_transport_create_ex,

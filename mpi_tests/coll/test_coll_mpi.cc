@@ -279,6 +279,97 @@ TEST_P(BcastMpi, MatchesMpiBcastForEveryRootAndSize)
 
 INSTANTIATE_TEST_SUITE_P(Alg, BcastMpi, ::testing::Values("auto", "binomial", "scatter_allgather", "chain", "rd", "shm"));
 
+// An environment variable set for one scope, then put back.
+class ScopedEnv {
+  public:
+    ScopedEnv(const char *name, const char *value) : name_(name)
+    {
+        const char *old = getenv(name);
+        had_ = old != nullptr;
+        if (had_)
+            old_ = old;
+        setenv(name, value, 1);
+    }
+    ~ScopedEnv()
+    {
+        if (had_)
+            setenv(name_, old_.c_str(), 1);
+        else
+            unsetenv(name_);
+    }
+
+  private:
+    const char *name_;
+    bool had_ = false;
+    std::string old_;
+};
+
+// Waits for req in MPI while driving comm, as a program that waits outside
+// zap for peers still inside a collective does (zap_comm_progress).
+void wait_driving(MPI_Request *req, zap_comm_t *comm)
+{
+    for (int done = 0; !done;) {
+        MPI_Test(req, &done, MPI_STATUS_IGNORE);
+        if (!done) {
+            EXPECT_EQ(zap_comm_progress(comm), ZAP_OK);
+        }
+    }
+}
+
+// UCX completes an eager send over TCP once the message is in its segment;
+// what the socket did not take at once leaves on the sender's later progress
+// calls (docs/transport.md, "Progress"). Here segments hold a whole 64 KiB
+// chunk and sockets 64 KiB, so a broadcast's root (and each forwarding rank)
+// returns with part of its last chunk still in the process, and then waits
+// in MPI for every receiver's report: the wait must drive zap (with no
+// operation outstanding) for the receivers to finish; without that they wait
+// for the rest of the chunk until their deadline.
+TEST_F(CollMpi, ARankWaitingOutsideZapDrivesItsCompletedSendsOut)
+{
+    ScopedEnv tls("UCX_TLS", "tcp,self"), tx("UCX_TCP_TX_SEG_SIZE", "4m"), rx("UCX_TCP_RX_SEG_SIZE", "4m"),
+        rndv("UCX_RNDV_THRESH", "8m"), sndbuf("UCX_TCP_SNDBUF", "64k"), rcvbuf("UCX_TCP_RCVBUF", "64k");
+    zap_transport_t *t = nullptr;
+    ASSERT_EQ(zap_ucp_transport_create(MPI_COMM_WORLD, nullptr, &t), ZAP_OK);
+    zap_transport_caps_t caps{};
+    ASSERT_EQ(zap_transport_caps(t, &caps), ZAP_OK);
+    EXPECT_NE(caps.flags & ZAP_CAP_SENDS_NEED_PROGRESS, 0u) << "TCP without shared memory: sends may need progress";
+    {
+        Params p;
+        p.bcast("chain");
+        p.pipeline(64 << 10);
+        p.shm = ZAP_COMM_SWITCH_OFF;
+        p.cma = ZAP_COMM_SWITCH_OFF;
+        p.hier = ZAP_COMM_SWITCH_OFF;
+        p.timeout_s = 10; // a receiver left waiting fails instead of hanging
+        Comm comm(t, p);
+        int rank = MpiRank(), size = MpiSize();
+        uint32_t one = 7;
+        ASSERT_EQ(zap_bcast(comm, &one, 1, ZAP_DT_UINT32, 0), ZAP_OK); // connected down the chain
+        const size_t n = (4u << 20) / 4;
+        std::vector<uint32_t> buf(n, 0);
+        if (rank == 0)
+            for (size_t i = 0; i < n; i++)
+                buf[i] = (uint32_t)mix(i);
+        MPI_Barrier(MPI_COMM_WORLD);
+        zap_status_t st = zap_bcast(comm, buf.data(), n, ZAP_DT_UINT32, 0);
+        EXPECT_EQ(st, ZAP_OK);
+        size_t bad = 0;
+        for (size_t i = 0; i < n; i++)
+            bad += buf[i] != (uint32_t)mix(i);
+        EXPECT_EQ(bad, 0u);
+        int ok = st == ZAP_OK && bad == 0;
+        std::vector<int> oks(size, 0);
+        MPI_Request req;
+        MPI_Igather(&ok, 1, MPI_INT, oks.data(), 1, MPI_INT, 0, MPI_COMM_WORLD, &req);
+        wait_driving(&req, comm);
+        for (int r = 1; rank == 0 && r < size; r++)
+            EXPECT_EQ(oks[r], 1) << "rank " << r << " did not get the whole broadcast";
+        MPI_Ibarrier(MPI_COMM_WORLD, &req);
+        wait_driving(&req, comm);
+    }
+    zap_transport_close(t);
+}
+
 // A communicator's shared-memory slots are faulted in (and written once)
 // when its segment is set up (shm_segment.c, prefault): the calls after the
 // first, which sets the segment up, take no page faults, though each of the

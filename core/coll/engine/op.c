@@ -387,14 +387,17 @@ zap_status_t zap_comm_set_wait_hook(zap_comm_t *comm, zap_wait_hook_fn hook, voi
     return ZAP_OK;
 }
 
+/* The transport is progressed even with no operation active: a completed
+ * collective's last eager message over TCP may still sit in this process
+ * (docs/transport.md, "Progress"), and a caller that waits elsewhere for its
+ * peers drives it out with these calls. */
 zap_status_t zap_comm_progress(zap_comm_t *comm)
 {
     if (comm == NULL)
         return ZAP_ERR_INVALID_PARAM;
-    if (comm->active_head != NULL) {
-        (void)zap_transport_progress(comm->t);
+    (void)zap_transport_progress(comm->t);
+    if (comm->active_head != NULL)
         comm_progress(comm);
-    }
     return ZAP_OK;
 }
 
