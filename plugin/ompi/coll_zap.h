@@ -372,8 +372,14 @@ int coll_zap_req_posted(coll_zap_req_t *r, zap_status_t st, ompi_request_t **req
 /* The post itself failed with st: releases r, marks the module as failed
  * where the zap communicator is now unusable, returns the MPI class. */
 int coll_zap_req_post_failed(coll_zap_req_t *r, zap_status_t st);
-/* opal_progress hook: completes pending requests; events seen. */
+/* opal_progress hook: completes pending requests; events seen. With none
+ * pending it still drives the transport set here, one whose completed sends
+ * may hold bytes that leave only on progress calls
+ * (ZAP_CAP_SENDS_NEED_PROGRESS): a blocking zap collective that returned,
+ * then an Open MPI wait for a peer still receiving its last message, must
+ * not wait for ever. NULL: nothing to drive (the default). */
 int coll_zap_progress(void);
+void coll_zap_progress_idle(zap_transport_t *t);
 
 /* --- the collectives -------------------------------------------------------- */
 int coll_zap_allreduce(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype, struct ompi_op_t *op,

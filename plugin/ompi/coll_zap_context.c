@@ -136,6 +136,7 @@ static void context_fini(void)
         opal_progress_unregister(coll_zap_progress);
         progress_registered = false;
     }
+    coll_zap_progress_idle(NULL);
     coll_zap_lock();
     /* Requests still pending were never waited on; their communicators go
      * now, and with them the zap operations. */
@@ -237,6 +238,9 @@ int coll_zap_context_init(coll_zap_module_t *wm)
     rc = arm_teardown();
     if (rc != OMPI_SUCCESS)
         coll_zap_warn("no teardown hook on MPI_COMM_SELF (%d): the transport will not be closed at MPI_Finalize", rc);
+    zap_transport_caps_t caps;
+    if (zap_transport_caps(transport, &caps) == ZAP_OK && (caps.flags & ZAP_CAP_SENDS_NEED_PROGRESS))
+        coll_zap_progress_idle(transport);
     opal_progress_register(coll_zap_progress);
     progress_registered = true;
     COLL_ZAP_VERBOSE(1, "zap transport up over %d ranks", wm->size);

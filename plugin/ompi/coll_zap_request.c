@@ -289,10 +289,17 @@ static void complete(coll_zap_req_t *r, int rc)
     OBJ_RELEASE(comm);
 }
 
+static zap_transport_t *idle_transport;
+
+void coll_zap_progress_idle(zap_transport_t *t) { idle_transport = t; }
+
 int coll_zap_progress(void)
 {
-    if (npending == 0)
+    if (npending == 0) {
+        if (idle_transport != NULL)
+            (void)zap_transport_progress(idle_transport);
         return 0;
+    }
     if (mca_coll_zap_component.thread_multiple && pthread_mutex_trylock(&mca_coll_zap_component.lock) != 0)
         return 0;
     coll_zap_req_t *done_head = NULL;

@@ -1509,6 +1509,48 @@ static int run_peer_exit(void)
     _exit(rc != MPI_SUCCESS ? 0 : 1); /* its peer is gone: no MPI_Finalize */
 }
 
+/* A broadcast zap takes, then the root waits in Open MPI's point-to-point
+ * for every receiver's verdict. Run over TCP with segments that hold a
+ * whole pipeline chunk and small socket buffers, the root (and each rank
+ * forwarding down the chain) returns with part of its last chunk still in
+ * its process; only progress calls push it out, so the root's MPI_Recv must
+ * drive zap's transport though no zap request is pending, or the receivers
+ * never finish. */
+static void run_linger(void)
+{
+    const int n = 4 << 20;
+    unsigned char *buf = malloc((size_t)n);
+    if (buf == NULL)
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    int one = 1, bad = 0;
+    MPI_Bcast(&one, 1, MPI_INT, 0, MPI_COMM_WORLD); /* connected down the chain */
+    /* Whether the last chunk is cut short depends on timing: three rounds. */
+    for (int round = 0; round < 3; round++) {
+        for (int i = 0; i < n; i++)
+            buf[i] = g_rank == 0 ? (unsigned char)(i * 131 + 7 + round) : 0;
+        MPI_Barrier(MPI_COMM_WORLD);
+        MPI_Bcast(buf, n, MPI_BYTE, 0, MPI_COMM_WORLD);
+        int mine = 0;
+        for (int i = 0; i < n; i++)
+            mine += buf[i] != (unsigned char)(i * 131 + 7 + round);
+        g_cases++;
+        if (g_rank != 0) {
+            MPI_Send(&mine, 1, MPI_INT, 0, 77, MPI_COMM_WORLD);
+        } else {
+            for (int r = 1; r < g_size; r++) {
+                int theirs = 0;
+                MPI_Recv(&theirs, 1, MPI_INT, r, 77, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                mine += theirs;
+            }
+        }
+        bad += mine;
+    }
+    free(buf);
+    if (g_rank == 0)
+        printf("[rank 0] broadcast then point-to-point: %d wrong bytes over %d ranks\n", bad, g_size);
+    g_failures += bad != 0;
+}
+
 int main(int argc, char **argv)
 {
     /* CHECK_ZAP_THREADS=multiple: MPI_THREAD_MULTIPLE, where the component
@@ -1529,7 +1571,7 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &g_size);
     if (argc < 3) {
         if (g_rank == 0)
-            fprintf(stderr, "usage: coll_zap_check all|fallback|errors|peer-exit DIGEST_FILE\n");
+            fprintf(stderr, "usage: coll_zap_check all|fallback|errors|peer-exit|linger DIGEST_FILE\n");
         MPI_Finalize();
         return 2;
     }
@@ -1556,6 +1598,8 @@ int main(int argc, char **argv)
         run_peer_exit();
     else if (!strcmp(argv[1], "fallback"))
         run_fallback();
+    else if (!strcmp(argv[1], "linger"))
+        run_linger();
     fclose(g_digest);
     /* MPI_Reduce: not a collective zap takes, so the verdict does not add
      * to the statistics the tests read. */

@@ -271,6 +271,21 @@ peer_exit_errors)
     [ "$n" -eq $((np - 1)) ] || fail "expected $((np - 1)) ranks with an error, saw $n"
     pass
     ;;
+sends_leave_while_open_mpi_waits)
+    # A broadcast zap takes, then the root waits in Open MPI's MPI_Recv for
+    # every receiver: over TCP, with segments holding a whole chunk and small
+    # socket buffers, part of each sender's last chunk stays in its process
+    # after the call returns, and must leave through Open MPI's progress
+    # (coll_zap_progress drives the transport with nothing pending).
+    run "$ZAP_TEST_MPIEXEC" $BASE $ON $OPEN -np "$np" -x UCX_TLS=tcp,self -x UCX_TCP_TX_SEG_SIZE=4m \
+        -x UCX_TCP_RX_SEG_SIZE=4m -x UCX_RNDV_THRESH=8m -x UCX_TCP_SNDBUF=64k -x UCX_TCP_RCVBUF=64k \
+        -x ZAP_BCAST_ALG=chain -x ZAP_COLL_PIPELINE_BYTES=65536 -x ZAP_COLL_SHM=off -x ZAP_COLL_CMA=off \
+        -x ZAP_TIMEOUT=20 "$ZAP_TEST_CHECK" linger "$tmp/with"
+    [ $rc -eq 0 ] || fail "status $rc"
+    grep -q 'broadcast then point-to-point: 0 wrong bytes' "$tmp/out" || fail "no clean verdict from rank 0"
+    [ "$(zap_count bcast)" -gt 0 ] || fail "zap ran no broadcast"
+    pass
+    ;;
 installed_component_loads)
     # `cmake --install` puts the component where ZAP_OMPI_COMPONENT_DIR
     # says; Open MPI loads it from there.
