@@ -271,6 +271,13 @@ static void revoke_from(zap_coll_op_t *op, uint64_t seq, zap_status_t st)
         return;
     int me = zap_transport_rank(c->t);
     learn(c, seq, st, op->culprit, me);
+    /* The rank that met a dead peer says so once: a request that failed
+     * (not its post) may be all it saw, which some transports do not log
+     * (in-process), and every other rank may have completed the operation
+     * already, so that no revocation line names the peer either. */
+    if (st == ZAP_ERR_PEER_FAILED && op->culprit >= 0)
+        zap_error("coll: rank %d: collective (seq %llu, kind %d) failed on communicator %u: peer rank %d failed",
+                  c->rank, (unsigned long long)op->seq, (int)op->kind, zap_coll_comm_id(c), op->culprit);
     if (c->shm != NULL) {
         zap_coll_shm_revoke(c->shm, seq, st, op->culprit);
         c->shm_revoke_seen = atomic_load_explicit(c->shm->revoked, memory_order_acquire);
