@@ -289,9 +289,17 @@ static void revoke_from(zap_coll_op_t *op, uint64_t seq, zap_status_t st)
     zap_notice_t nt = {.seq = seq, .channel = c->ctx, .status = st, .culprit = op->culprit, .from = me};
     zap_status_t ns = peers != NULL ? ZAP_OK : ZAP_ERR_NO_MEMORY;
     if (peers != NULL) {
-        for (int i = 0; i < c->size; i++)
-            peers[i] = zap_coll_transport_rank(c, i);
-        ns = zap_transport_notify(c->t, peers, c->size, &nt);
+        /* Not the dead peer: a notice would only make the transport connect
+         * to a process that is gone (the shared segment's pid check can know
+         * it before UCX does), and UCX 1.13's TCP has failed an assertion in
+         * that refused connection. */
+        int npeers = 0;
+        for (int i = 0; i < c->size; i++) {
+            int tr = zap_coll_transport_rank(c, i);
+            if (!(st == ZAP_ERR_PEER_FAILED && tr == op->culprit))
+                peers[npeers++] = tr;
+        }
+        ns = zap_transport_notify(c->t, peers, npeers, &nt);
     }
     free(peers);
     if (ns != ZAP_OK && ns != ZAP_ERR_CLOSED)
