@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 #include <unistd.h>
+#include "log_capture.h"
 #include "mpi_harness.h"
 extern "C" {
 #include "zap/coll.h"
@@ -278,31 +279,6 @@ TEST_P(BcastMpi, MatchesMpiBcastForEveryRootAndSize)
 }
 
 INSTANTIATE_TEST_SUITE_P(Alg, BcastMpi, ::testing::Values("auto", "binomial", "scatter_allgather", "chain", "rd", "shm"));
-
-// An environment variable set for one scope, then put back.
-class ScopedEnv {
-  public:
-    ScopedEnv(const char *name, const char *value) : name_(name)
-    {
-        const char *old = getenv(name);
-        had_ = old != nullptr;
-        if (had_)
-            old_ = old;
-        setenv(name, value, 1);
-    }
-    ~ScopedEnv()
-    {
-        if (had_)
-            setenv(name_, old_.c_str(), 1);
-        else
-            unsetenv(name_);
-    }
-
-  private:
-    const char *name_;
-    bool had_ = false;
-    std::string old_;
-};
 
 // Waits for req in MPI while driving comm, as a program that waits outside
 // zap for peers still inside a collective does (zap_comm_progress).

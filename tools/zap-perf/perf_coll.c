@@ -515,18 +515,24 @@ static void xhost_gather(const ctx_t *c, double mine, result_t *r)
     free(h);
 }
 
-/* The barrier between timed calls. zap moves messages only inside its own
- * calls, and over TCP a call that returned may still hold the end of its
- * last message (ZAP_CAP_SENDS_NEED_PROGRESS, docs/transport.md "Progress"):
- * an Open MPI barrier, which makes no progress in zap, would then wait for a
- * peer that waits for that end. So where the transport says so, zap's runs
- * wait at the barrier while driving zap; elsewhere (and for Open MPI's runs)
- * a plain MPI_Barrier. */
-static void barrier(const ctx_t *c)
+/* zap moves messages only inside its own calls, and over TCP a call that
+ * returned may still hold the end of its last message
+ * (ZAP_CAP_SENDS_NEED_PROGRESS, docs/transport.md "Progress"): an Open MPI
+ * barrier or reduction, which makes no progress in zap, would then wait for a
+ * peer that waits for that end. Whether c's runs must drive zap while they
+ * wait in MPI: */
+static bool drives_zap(const ctx_t *c)
 {
     zap_transport_caps_t caps;
-    if (c->impl != IMPL_ZAP || zap_transport_caps(zap_comm_transport(c->comm), &caps) != ZAP_OK ||
-        !(caps.flags & ZAP_CAP_SENDS_NEED_PROGRESS)) {
+    return c->impl == IMPL_ZAP && zap_transport_caps(zap_comm_transport(c->comm), &caps) == ZAP_OK &&
+           (caps.flags & ZAP_CAP_SENDS_NEED_PROGRESS);
+}
+
+/* The barrier between timed calls: a plain MPI_Barrier, or (drive, from
+ * drives_zap) one waited for while driving zap. */
+static void barrier(const ctx_t *c, bool drive)
+{
+    if (!drive) {
         MPI_Barrier(MPI_COMM_WORLD);
         return;
     }
@@ -541,6 +547,7 @@ static void barrier(const ctx_t *c)
 
 static void measure(const ctx_t *c, long iters, long warmup, long reps, result_t *r)
 {
+    bool drive = drives_zap(c);
     prepare(c);
     reset_recv(c);
     for (long i = 0; i < warmup; i++)
@@ -552,12 +559,13 @@ static void measure(const ctx_t *c, long iters, long warmup, long reps, result_t
         reps = 64;
     uint64_t x0 = xhost_bytes(c);
     for (long k = 0; k < reps; k++) {
-        barrier(c);
+        barrier(c, drive);
         double t0 = perf_now();
         for (long i = 0; i < iters; i++)
             run_once(c);
         double local = (perf_now() - t0) / (double)iters;
-        barrier(c);
+        if (drive) /* the timings' reduction waits in MPI too */
+            barrier(c, drive);
         MPI_Allreduce(&local, &passes[k], 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     }
     double fastest = passes[0];
@@ -575,7 +583,7 @@ static void measure(const ctx_t *c, long iters, long warmup, long reps, result_t
         die("sample array", ZAP_ERR_NO_MEMORY);
     for (long i = 0; i < iters; i++) {
         reset_recv(c);
-        barrier(c);
+        barrier(c, drive);
         double s = perf_now();
         run_once(c);
         double d = perf_now() - s;
@@ -587,7 +595,8 @@ static void measure(const ctx_t *c, long iters, long warmup, long reps, result_t
     }
     double med = perf_median(samples, (int)iters), g_med = 0;
     free(samples);
-    barrier(c);
+    if (drive)
+        barrier(c, drive);
     MPI_Allreduce(&med, &g_med, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     double avg = sum / (double)iters, g_avg = 0, g_min = 0, g_max = 0;
     long g_wrong = 0;
