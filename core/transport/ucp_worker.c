@@ -157,13 +157,13 @@ static int configure_peer_errors(zap_ucp_worker_t *w, ucp_config_t *config, doub
  * message takes. So where the ranks span several hosts, UCX_TLS allows TCP
  * and no RDMA device is in use (none on the host, or UCX_TLS leaves them
  * out: UCX would take one between hosts, whose rendezvous is a zero-copy
- * read), messages up to ZAP_UCP_TCP_EAGER go eager, in UCX's own 64 KiB
- * fragments, unless the user chose UCX_RNDV_THRESH. The setting is the
- * context's: same-host messages up to that size go eager over shared memory
- * too (zap's collectives inside a host do not use UCX's messages). Larger
- * TCP segments would do it for TCP alone, but then a completed send may
- * leave a whole message in its segment until the sender's next progress
- * call (docs/transport.md, "Progress"). A rank that decides otherwise (another
+ * read), messages up to ZAP_UCP_TCP_EAGER go eager, unless the user chose
+ * UCX_RNDV_THRESH. The setting is the context's: same-host messages up to
+ * that size go eager over shared memory too (zap's collectives inside a host
+ * do not use UCX's messages). A larger TCP transmit segment would do it for
+ * TCP alone, but then a completed send may leave a whole message in its
+ * segment until the sender's next progress call (docs/transport.md,
+ * "Progress"). A rank that decides otherwise (another
  * environment, a host with RDMA) only changes how it sends: receivers take
  * either protocol. */
 #define ZAP_UCP_TCP_EAGER "1m"
@@ -196,14 +196,31 @@ static int rdma_device(void)
     return found;
 }
 
-static void configure_rndv(const zap_ucp_worker_t *w, ucp_config_t *config)
+/* The receive segment bounds UCX's zero-copy TCP fragment (its largest is
+ * the receive segment less a header): with UCX's 64 KiB a 64 KiB message goes
+ * as a full fragment and a few bytes behind it, and at link rates such
+ * messages took twice their time (docs/performance.md, "TCP between hosts").
+ * A zero-copy send completes only once the kernel holds all of it, so unlike
+ * a wider transmit segment this leaves nothing behind in the sender. The
+ * key goes without its table's TCP_ prefix: ucp_config_modify matches field
+ * names (UCX 1.13 calls the prefixed one invalid), and only TCP has it. */
+#define ZAP_UCP_TCP_RX_SEG "1m"
+static void configure_tcp(const zap_ucp_worker_t *w, ucp_config_t *config)
 {
-    if (env_set("UCX_RNDV_THRESH") || !tcp_allowed() || !several_hosts(w) || (rdma_allowed() && rdma_device()))
+    if (!tcp_allowed() || !several_hosts(w) || (rdma_allowed() && rdma_device()))
         return;
-    ucs_status_t s = ucp_config_modify(config, "RNDV_THRESH", ZAP_UCP_TCP_EAGER);
-    if (s != UCS_OK)
-        zap_info("ucp: rank %d: UCX does not take RNDV_THRESH=%s (%s)", w->rank, ZAP_UCP_TCP_EAGER,
-                 ucs_status_string(s));
+    static const struct {
+        const char *env, *key, *value;
+    } settings[] = {{"UCX_RNDV_THRESH", "RNDV_THRESH", ZAP_UCP_TCP_EAGER},
+                    {"UCX_TCP_RX_SEG_SIZE", "RX_SEG_SIZE", ZAP_UCP_TCP_RX_SEG}};
+    for (size_t i = 0; i < sizeof(settings) / sizeof(settings[0]); i++) {
+        if (env_set(settings[i].env))
+            continue;
+        ucs_status_t s = ucp_config_modify(config, settings[i].key, settings[i].value);
+        if (s != UCS_OK)
+            zap_info("ucp: rank %d: UCX does not take %s=%s (%s)", w->rank, settings[i].key, settings[i].value,
+                     ucs_status_string(s));
+    }
 }
 
 static zap_status_t open_ucp(zap_ucp_worker_t *w, double timeout_s)
@@ -215,7 +232,7 @@ static zap_status_t open_ucp(zap_ucp_worker_t *w, double timeout_s)
         return ZAP_ERR_TRANSPORT;
     }
     w->same_host_errors = configure_peer_errors(w, config, timeout_s);
-    configure_rndv(w, config);
+    configure_tcp(w, config);
     w->tcp_lingers = tcp_allowed() && (several_hosts(w) || !mm_allowed());
     ucp_params_t params;
     memset(&params, 0, sizeof(params));
@@ -297,7 +314,7 @@ out:
 }
 
 /* Which ranks share a host: host name and boot id (peer_class.c). Before
- * the UCP context, whose TCP settings depend on it (configure_rndv). */
+ * the UCP context, whose TCP settings depend on it (configure_tcp). */
 static zap_status_t exchange_hosts(zap_ucp_worker_t *w)
 {
     if (w->oob.allgather != NULL)
