@@ -50,7 +50,7 @@
 #define PIPE_CHUNK ((size_t)128 << 10)
 #define PIPE_MAX ((size_t)8 << 20)
 #define CHUNK_MAX ((size_t)4 << 20)
-#define SLICE_MIN ((size_t)128 << 10) /* below this a slice's allreduce is latency, not bandwidth */
+#define SLICE_MIN ((size_t)64 << 10) /* below this a slice's allreduce is latency, not bandwidth */
 /* Chunks in flight: chunk t's network stage is posted while those of the
  * LAG - 1 chunks before it may still run, so that the leaders' exchanges,
  * 2(H-1) latency-bound steps each on H hosts, keep the link busy between
