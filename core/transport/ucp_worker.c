@@ -158,7 +158,11 @@ static int configure_peer_errors(zap_ucp_worker_t *w, ucp_config_t *config, doub
  * and no RDMA device is in use (none on the host, or UCX_TLS leaves them
  * out: UCX would take one between hosts, whose rendezvous is a zero-copy
  * read), messages up to ZAP_UCP_TCP_EAGER go eager, unless the user chose
- * UCX_RNDV_THRESH. The setting is the context's: same-host messages up to
+ * UCX_RNDV_THRESH: as high as that because a flat algorithm's messages are
+ * a vector's half or p-th, and at 2-8 MiB the rendezvous still cost a fifth
+ * of the time (docs/performance.md, "TCP between hosts"); a receiver that
+ * has not posted holds such a message in UCX's buffers until it does. The
+ * setting is the context's: same-host messages up to
  * that size go eager over shared memory too (zap's collectives inside a host
  * do not use UCX's messages). A larger TCP transmit segment would do it for
  * TCP alone, but then a completed send may leave a whole message in its
@@ -166,7 +170,7 @@ static int configure_peer_errors(zap_ucp_worker_t *w, ucp_config_t *config, doub
  * "Progress"). A rank that decides otherwise (another
  * environment, a host with RDMA) only changes how it sends: receivers take
  * either protocol. */
-#define ZAP_UCP_TCP_EAGER "1m"
+#define ZAP_UCP_TCP_EAGER "16m"
 static int several_hosts(const zap_ucp_worker_t *w)
 {
     for (int r = 1; r < w->size; r++)

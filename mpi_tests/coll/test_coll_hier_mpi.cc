@@ -97,7 +97,7 @@ TEST_F(HierMpi, TheHierarchyIsChosenExactlyWhereRanksSpanHostsWithSeveralRanksOn
     }
 }
 
-// Between hosts over TCP the transport keeps messages up to 1 MiB eager
+// Between hosts over TCP the transport keeps messages up to 16 MiB eager
 // (docs/transport.md, "TCP between hosts"): such a send completes while its
 // receiver on the other host has posted nothing, where a rendezvous (UCX's
 // way beyond 8 KiB) waits for the receiver. Rank 0 sends to the first rank of
