@@ -148,6 +148,61 @@ TEST_F(HierMpi, BetweenHostsOverTcpAMessageUpTo1MiBCompletesBeforeItsReceiverPos
     MPI_Barrier(MPI_COMM_WORLD);
 }
 
+// The same for a 4 MiB message, more than the sockets hold: the receiver
+// drives its transport without posting (so UCX can take an eager message
+// into its own buffers, where a rendezvous waits for the receive), and the
+// send must complete before it posts. With the threshold at 1 MiB it does
+// not.
+TEST_F(HierMpi, BetweenHostsOverTcpA4MiBMessageCompletesWhileItsReceiverOnlyProgresses)
+{
+    auto h = hosts();
+    int far = -1;
+    for (int r = 1; r < size && far < 0; r++)
+        if (h[r] != h[0])
+            far = r;
+    if (far < 0)
+        GTEST_SKIP() << "every rank on one host: no message crosses hosts";
+    const size_t len = 4u << 20;
+    const uint64_t tag = 0x7C97;
+    std::vector<uint8_t> buf(len);
+    char hello = 'h';
+    if (rank == 0) {
+        ASSERT_EQ(zap_transport_send(t, far, tag - 1, &hello, 1), ZAP_OK);
+        ASSERT_EQ(zap_transport_recv(t, far, tag - 1, &hello, 1, nullptr), ZAP_OK);
+        for (size_t i = 0; i < len; i++)
+            buf[i] = (uint8_t)(i * 131 + 11);
+        zap_request_t *r = nullptr;
+        ASSERT_EQ(zap_transport_isend(t, far, tag, buf.data(), len, &r), ZAP_OK);
+        int done = 0;
+        double until = zap_clock_now() + 20.0;
+        while (!done && zap_clock_now() < until)
+            ASSERT_EQ(zap_request_test(r, &done), ZAP_OK);
+        EXPECT_TRUE(done) << "a " << len << "-byte send to another host waited for its receiver to post: not eager";
+        char word = done ? 'e' : 'r';
+        MPI_Send(&word, 1, MPI_CHAR, far, 0, MPI_COMM_WORLD);
+        EXPECT_EQ(zap_request_wait(r), ZAP_OK);
+        zap_request_free(r);
+    } else if (rank == far) {
+        ASSERT_EQ(zap_transport_recv(t, 0, tag - 1, &hello, 1, nullptr), ZAP_OK);
+        ASSERT_EQ(zap_transport_send(t, 0, tag - 1, &hello, 1), ZAP_OK);
+        char word = 0;
+        MPI_Request mr;
+        MPI_Irecv(&word, 1, MPI_CHAR, 0, 0, MPI_COMM_WORLD, &mr);
+        for (int flag = 0; !flag;) {
+            zap_transport_progress(t);
+            MPI_Test(&mr, &flag, MPI_STATUS_IGNORE);
+        }
+        size_t got = 0;
+        ASSERT_EQ(zap_transport_recv(t, 0, tag, buf.data(), len, &got), ZAP_OK);
+        EXPECT_EQ(got, len);
+        size_t bad = 0;
+        for (size_t i = 0; i < len; i++)
+            bad += buf[i] != (uint8_t)(i * 131 + 11);
+        EXPECT_EQ(bad, 0u);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
 TEST_F(HierMpi, AllreduceOfEveryDatatypeAndOpMatchesTheReference)
 {
     uint64_t digest = 1469598103934665603ull; /* of every result, compared across ranks at the end */
