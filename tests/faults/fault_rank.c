@@ -32,6 +32,8 @@
 #include "zap/coll.h"
 #include "zap/ucp.h"
 #include "base/log.h"
+#include <errno.h>
+#include <math.h>
 #include <mpi.h>
 #include <pthread.h>
 #include <signal.h>
@@ -104,11 +106,16 @@ static void leave(int code)
 }
 
 /* Bounds MPI_Finalize: with a rank that died after the last collective, Open
- * MPI's finalize (a fence over every process) never returns. */
+ * MPI's finalize (a fence over every process) never returns. Without a
+ * deadline (ZAP_TIMEOUT unset) the bound is FINALIZE_BOUND_S: a healthy
+ * finalize takes well under a second. */
+#define FINALIZE_BOUND_S 10.0
 static void *finalize_watchdog(void *arg)
 {
     double secs = *(double *)arg;
-    usleep((useconds_t)(secs * 1e6));
+    struct timespec left = {.tv_sec = (time_t)secs, .tv_nsec = (long)((secs - (double)(time_t)secs) * 1e9)};
+    while (nanosleep(&left, &left) != 0 && errno == EINTR) {
+    }
     fprintf(stderr, "zap-fault-rank: rank %d: MPI_Finalize did not return within %.1f s; leaving without it\n",
             g_rank, secs);
     leave(0);
@@ -349,7 +356,8 @@ int main(int argc, char **argv)
         leave(0);
     }
     static double fin_secs;
-    fin_secs = zap_timeout_seconds() + 1.0;
+    double deadline = zap_timeout_seconds();
+    fin_secs = (isfinite(deadline) ? deadline : FINALIZE_BOUND_S) + 1.0;
     pthread_t wd;
     if (pthread_create(&wd, NULL, finalize_watchdog, &fin_secs) == 0)
         pthread_detach(wd);
