@@ -158,18 +158,18 @@ static int configure_peer_errors(zap_ucp_worker_t *w, ucp_config_t *config, doub
  * and no RDMA device is in use (none on the host, or UCX_TLS leaves them
  * out: UCX would take one between hosts, whose rendezvous is a zero-copy
  * read), messages up to ZAP_UCP_TCP_EAGER go eager, unless the user chose
- * UCX_RNDV_THRESH: as high as that because a flat algorithm's messages are
- * a vector's half or p-th, and at 2-8 MiB the rendezvous still cost a fifth
- * of the time (docs/performance.md, "TCP between hosts"); a receiver that
- * has not posted holds such a message in UCX's buffers until it does. The
- * setting is the context's: same-host messages up to
- * that size go eager over shared memory too (zap's collectives inside a host
- * do not use UCX's messages). A larger TCP transmit segment would do it for
- * TCP alone, but then a completed send may leave a whole message in its
- * segment until the sender's next progress call (docs/transport.md,
- * "Progress"). A rank that decides otherwise (another
- * environment, a host with RDMA) only changes how it sends: receivers take
- * either protocol. */
+ * UCX_RNDV_THRESH. The threshold is that high because a flat algorithm's
+ * messages are half or a p-th of the vector, and at a few MiB the
+ * rendezvous' control messages behind queued data still showed
+ * (docs/performance.md, "TCP between hosts"); the price is that a receiver
+ * that has not posted holds such a message in UCX's buffers until it does.
+ * The setting is the context's: same-host messages up to that size go eager
+ * over shared memory too (zap's collectives inside a host do not use UCX's
+ * messages). A larger TCP transmit segment would do it for TCP alone, but
+ * then a completed send may leave a whole message in its segment until the
+ * sender's next progress call (docs/transport.md, "Progress"). A rank that
+ * decides otherwise (another environment, a host with RDMA) only changes how
+ * it sends: receivers take either protocol. */
 #define ZAP_UCP_TCP_EAGER "16m"
 static int several_hosts(const zap_ucp_worker_t *w)
 {
