@@ -202,8 +202,9 @@ static int rdma_device(void)
 
 /* The receive segment bounds UCX's zero-copy TCP fragment (its largest is
  * the receive segment less a header): with UCX's 64 KiB a 64 KiB message goes
- * as a full fragment and a few bytes behind it, and at link rates such
- * messages took twice their time (docs/performance.md, "TCP between hosts").
+ * as a full fragment and a few bytes behind it, which at link rates cost
+ * such messages far more than the bytes (docs/performance.md, "TCP between
+ * hosts").
  * A zero-copy send completes only once the kernel holds all of it, so unlike
  * a wider transmit segment this leaves nothing behind in the sender. The
  * key goes without its table's TCP_ prefix: ucp_config_modify matches field
