@@ -291,9 +291,12 @@ static void cks_traffic(zap_transport_t *t, zap_transport_traffic_t *traffic_p)
     (void)zap_transport_traffic(cks_of(t)->inner, traffic_p);
 }
 
+static int cks_first_failed(zap_transport_t *t) { return zap_transport_first_failed(cks_of(t)->inner); }
+
 static const zap_transport_ops_t cks_ops = {
     .name = "checksum", /* replaced by the inner transport's name */
     .notify = cks_notify,
+    .first_failed = cks_first_failed,
     .isend = cks_isend,
     .irecv = cks_irecv,
     .probe = cks_probe,

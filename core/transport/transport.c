@@ -91,6 +91,13 @@ zap_status_t zap_transport_notify(zap_transport_t *t, const int *peers, int npee
     return t->ops->notify(t, peers, npeers, n);
 }
 
+int zap_transport_first_failed(zap_transport_t *t)
+{
+    if (t == NULL || t->ops->first_failed == NULL || atomic_load(&t->closed))
+        return -1;
+    return t->ops->first_failed(t);
+}
+
 zap_status_t zap_transport_params_timeout(const zap_transport_params_t *params, double *timeout_p)
 {
     if (params == NULL || params->timeout_s == 0)

@@ -65,6 +65,9 @@ typedef struct zap_transport_ops {
      * host, nothing counted. */
     uint64_t (*host)(const zap_transport_t *t, int rank);
     void (*traffic)(zap_transport_t *t, zap_transport_traffic_t *traffic_p);
+    /* Optional: the rank this transport knows failed first (its own
+     * detection or a peer's failure notice), or -1. NULL: not tracked. */
+    int (*first_failed)(zap_transport_t *t);
 } zap_transport_ops_t;
 
 struct zap_transport {
@@ -130,6 +133,10 @@ static inline unsigned zap_transport_notice_count(const zap_transport_t *t)
 }
 bool zap_transport_notice_get(const zap_transport_t *t, unsigned i, zap_notice_t *n);
 zap_status_t zap_transport_notify(zap_transport_t *t, const int *peers, int npeers, const zap_notice_t *n);
+/* The rank t knows failed first, or -1 (none known, or not tracked): a
+ * collective that meets a survivor gone after it names that rank instead
+ * (engine/op.c). Thread-safe. */
+int zap_transport_first_failed(zap_transport_t *t);
 void zap_transport_base_cleanup(zap_transport_t *t);
 /* The log line of a blocking wait that gave up, for every path to it. */
 void zap_transport_log_timeout(const zap_transport_t *t, zap_request_kind_t kind, int peer, uint64_t tag);

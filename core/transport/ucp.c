@@ -1261,6 +1261,19 @@ static void ucp_traffic(zap_transport_t *t, zap_transport_traffic_t *traffic_p)
     spin_unlock(&u->lock);
 }
 
+/* Failures marked but not yet handled (a completion inside another UCX
+ * call) are handled first, so the answer includes them. */
+static int ucp_first_failed(zap_transport_t *t)
+{
+    ucp_transport_t *u = ucp_of(t);
+    spin_lock(&u->lock);
+    if (!u->torn_down)
+        handle_failures(u);
+    int f = u->first_failed;
+    spin_unlock(&u->lock);
+    return f;
+}
+
 static const zap_transport_ops_t ucp_ops = {
     .name = "ucp",
     .cap_flags = ZAP_CAP_ZERO_COPY | ZAP_CAP_MULTI_NODE,
@@ -1278,6 +1291,7 @@ static const zap_transport_ops_t ucp_ops = {
     .notify = ucp_notify,
     .host = ucp_host,
     .traffic = ucp_traffic,
+    .first_failed = ucp_first_failed,
 };
 
 /* ---- create ------------------------------------------------------------- */

@@ -261,6 +261,27 @@ static bool uniform(zap_status_t st)
            st == ZAP_ERR_REVOKED;
 }
 
+/* The rank to blame for a peer failure this rank met at transport rank
+ * gone: the member the transport knows failed first, where that is another
+ * one. A survivor that failed the same operation for that first rank may
+ * leave at once (the verification job does), and a rank still waiting can
+ * find that survivor's process gone before anything else: naming it would
+ * blame a rank that only left, and the revocation would carry that name to
+ * every member. */
+static int first_culprit(zap_comm_t *c, int gone)
+{
+    int f = zap_transport_first_failed(c->t);
+    if (f < 0 || f == gone)
+        return gone;
+    for (int i = 0; i < c->size; i++)
+        if (zap_coll_transport_rank(c, i) == f) {
+            if (gone >= 0)
+                zap_error("coll: rank %d: peer rank %d left after peer rank %d failed first", c->rank, gone, f);
+            return f;
+        }
+    return gone;
+}
+
 /* op failed on this rank with st: revoke its communicator from op on for
  * every member, unless st is one every rank sees or this failure follows a
  * revocation already known. */
@@ -270,6 +291,9 @@ static void revoke_from(zap_coll_op_t *op, uint64_t seq, zap_status_t st)
     if ((uniform(st) && !(op->agree.shm_lone && st != ZAP_ERR_REVOKED)) || (c->revoked_from != 0 && c->revoked_from <= seq))
         return;
     int me = zap_transport_rank(c->t);
+    int gone = op->culprit;
+    if (st == ZAP_ERR_PEER_FAILED)
+        op->culprit = first_culprit(c, gone);
     learn(c, seq, st, op->culprit, me);
     /* The rank that met a dead peer says so once: a request that failed
      * (not its post) may be all it saw, which some transports do not log
@@ -296,7 +320,7 @@ static void revoke_from(zap_coll_op_t *op, uint64_t seq, zap_status_t st)
         int npeers = 0;
         for (int i = 0; i < c->size; i++) {
             int tr = zap_coll_transport_rank(c, i);
-            if (!(st == ZAP_ERR_PEER_FAILED && tr == op->culprit))
+            if (!(st == ZAP_ERR_PEER_FAILED && (tr == op->culprit || tr == gone)))
                 peers[npeers++] = tr;
         }
         ns = zap_transport_notify(c->t, peers, npeers, &nt);
