@@ -7,27 +7,14 @@
 // error must name rank 1, the rank that failed first, and so must the
 // revocation it sends. Rank 2 prints "PASSED" or "FAILED: why" and leaves
 // with _exit; ctest judges by that line.
-#include <mpi.h>
 #include <signal.h>
-#include <unistd.h>
 #include <cerrno>
-#include <cstdio>
-#include <string>
 #include <vector>
-extern "C" {
-#include "zap/coll.h"
-#include "zap/ucp.h"
-}
-#include "log_sink.h"
+#include "survivor.h"
+
+using survivor::leave;
 
 namespace {
-[[noreturn]] void leave(int rank, bool ok, const std::string &what)
-{
-    printf("[rank %d] %s: %s\n", rank, ok ? "PASSED" : "FAILED", what.c_str());
-    fflush(stdout);
-    _exit(ok ? 0 : 1);
-}
-
 bool gone(pid_t pid) { return kill(pid, 0) != 0 && errno == ESRCH; }
 
 // Polls until pid is gone or limit seconds pass.
@@ -45,23 +32,14 @@ bool wait_gone(pid_t pid, double limit)
 
 int main(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
-    int rank = 0, size = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    if (size != 3)
-        leave(rank, false, "run with 3 ranks");
-    logsink::capture(ZAP_LOG_ERROR);
+    int rank = 0;
     zap_transport_t *t = nullptr;
     zap_comm_t *c = nullptr;
-    if (zap_ucp_transport_create(MPI_COMM_WORLD, nullptr, &t) != ZAP_OK || zap_comm_create(t, &c) != ZAP_OK)
-        leave(rank, false, "transport or communicator create");
+    survivor::start(&argc, &argv, 3, &rank, &t, &c);
     int me = (int)getpid();
     std::vector<int> pids(3);
     MPI_Allgather(&me, 1, MPI_INT, pids.data(), 1, MPI_INT, MPI_COMM_WORLD);
     int64_t x = rank + 1, y = 0;
-    if (zap_allreduce(c, &x, &y, 1, ZAP_DT_INT64, ZAP_OP_SUM) != ZAP_OK || y != 6)
-        leave(rank, false, "warm-up allreduce");
     // Endpoints between rank 2 and the others, so that UCX watches them.
     const uint64_t tag = 0x5151;
     char b = 'w';

@@ -7,45 +7,18 @@
 // follows. Each survivor prints "PASSED" or "FAILED: why" and leaves with
 // _exit (its peer is gone: no close, no MPI_Finalize); mpirun's own exit
 // status reports the kill, so ctest judges by those lines.
-#include <mpi.h>
 #include <signal.h>
-#include <unistd.h>
-#include <cstdio>
-#include <string>
-extern "C" {
-#include "zap/coll.h"
-#include "zap/ucp.h"
-}
-#include "log_sink.h"
+#include "survivor.h"
 
-namespace {
-[[noreturn]] void leave(int rank, bool ok, const std::string &what)
-{
-    if (ok)
-        printf("[rank %d] PASSED: %s\n", rank, what.c_str());
-    else
-        printf("[rank %d] FAILED: %s\n", rank, what.c_str());
-    fflush(stdout);
-    _exit(ok ? 0 : 1);
-}
-} // namespace
+using survivor::leave;
 
 int main(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
-    int rank = 0, size = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    if (size != 3)
-        leave(rank, false, "run with 3 ranks");
-    logsink::capture(ZAP_LOG_ERROR);
+    int rank = 0;
     zap_transport_t *t = nullptr;
     zap_comm_t *c = nullptr;
-    if (zap_ucp_transport_create(MPI_COMM_WORLD, nullptr, &t) != ZAP_OK || zap_comm_create(t, &c) != ZAP_OK)
-        leave(rank, false, "transport or communicator create");
+    survivor::start(&argc, &argv, 3, &rank, &t, &c);
     int64_t x = rank + 1, y = 0;
-    if (zap_allreduce(c, &x, &y, 1, ZAP_DT_INT64, ZAP_OP_SUM) != ZAP_OK || y != 6)
-        leave(rank, false, "warm-up allreduce");
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = zap_clock_now();
     if (rank == 2)
