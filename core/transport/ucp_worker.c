@@ -204,11 +204,11 @@ static int rdma_device(void)
  * the receive segment less a header): with UCX's 64 KiB a 64 KiB message goes
  * as a full fragment and a few bytes behind it, which at link rates cost
  * such messages far more than the bytes (docs/performance.md, "TCP between
- * hosts").
- * A zero-copy send completes only once the kernel holds all of it, so unlike
- * a wider transmit segment this leaves nothing behind in the sender. The
- * key goes without its table's TCP_ prefix: ucp_config_modify matches field
- * names (UCX 1.13 calls the prefixed one invalid), and only TCP has it. */
+ * hosts"). A zero-copy send completes only once the kernel holds all of it,
+ * so unlike a wider transmit segment this leaves nothing behind in the
+ * sender. The key goes without its table's TCP_ prefix: ucp_config_modify
+ * matches field names (UCX 1.13 calls the prefixed one invalid), and only TCP
+ * has it. */
 #define ZAP_UCP_TCP_RX_SEG "1m"
 static void configure_tcp(const zap_ucp_worker_t *w, ucp_config_t *config)
 {
