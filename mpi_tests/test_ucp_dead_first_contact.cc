@@ -10,7 +10,11 @@
 // crash would). Rank 2 sends to rank 0 (first contact) and must get
 // PEER_FAILED; then ranks 1 and 2 exchange their first message, rank 1
 // exits, and rank 2's receive from it must end with PEER_FAILED well before
-// ZAP_TIMEOUT. Exit status 0 means the behaviour held.
+// ZAP_TIMEOUT. Exit status 0 means the behaviour held. Run with
+// ZAP_UCP_PRECONNECT=off: otherwise the transport connects to TCP peers at
+// create, and there is no first contact over TCP (a send to a peer dead on
+// an established connection may complete, its bytes with the kernel;
+// mpi_ucp_peer_dies_mid_connect covers that path).
 #include <string>
 #include "early_exit.h"
 

@@ -166,6 +166,13 @@ static const cfg_row_t rows[] = {
                             "every rank alike (off). Hosts are told apart by host name and boot id. Every rank "
                             "must say the same."},
                            CFG_CHOICE, "auto|off", 0, 0},
+    [ZAP_CFG_UCP_PRECONNECT] = {{"ZAP_UCP_PRECONNECT", "auto", "auto|on|off",
+                                 "UCX transport: connect to every peer UCX reaches over TCP (another host's, or "
+                                 "every one where shared memory is not allowed) while the transport is created, "
+                                 "so that a peer that dies or leaves later is never met halfway through a "
+                                 "connection (on; auto: in worlds of at most 257 ranks), or at the first message "
+                                 "to each (off) (docs/transport.md, \"Connections\")."},
+                                CFG_CHOICE, "auto|on|off", 0, 0},
 };
 
 _Static_assert(sizeof(rows) / sizeof(rows[0]) == ZAP_CFG_COUNT, "one row per zap_cfg_id_t");

@@ -37,6 +37,7 @@ typedef enum zap_cfg_id {
     ZAP_CFG_SCAN_ALG,
     ZAP_CFG_EXSCAN_ALG,
     ZAP_CFG_COLL_HIER,
+    ZAP_CFG_UCP_PRECONNECT,
     ZAP_CFG_COUNT
 } zap_cfg_id_t;
 

@@ -28,6 +28,7 @@
 #include "zap/ucp.h"
 #include "transport/transport_impl.h"
 #include "transport/ucp_tag.h"
+#include "transport/ucp_connect.h"
 #include "transport/ucp_notice.h"
 #include "transport/ucp_worker.h"
 #include "transport/ucp_oob.h"
@@ -143,6 +144,7 @@ struct ucp_transport {
     unsigned polls;    /* progress calls, to look for notices now and then */
     double notice_probed; /* zap_clock_now of the last look */
     zap_ucp_notice_t notice;
+    unsigned connect_done; /* peers done connecting at creation (ucp_connect.h) */
     int hook_slot; /* -1: hooks not installed */
     int staging;   /* prefetch managed memory to the host first */
     /* Messages shorter than this skip the pool lookup (mem_params): 1 for a
@@ -1297,14 +1299,72 @@ static const zap_transport_ops_t ucp_ops = {
 /* ---- create ------------------------------------------------------------- */
 
 /* Both bootstraps: over comm, or over oob when it is not NULL. */
+/* ---- connecting at creation --------------------------------------------- */
+
+/* ZAP_UCP_PRECONNECT=auto connects at creation in worlds of up to this many
+ * other ranks: each connection holds a socket (a descriptor) for the life of
+ * the transport, which a rank that talks to a few neighbours of a large job
+ * does not need. The world's size, not the count of TCP peers, so that every
+ * rank decides the same (ucp_connect.h). */
+#define PRECONNECT_AUTO_MAX 256
+/* The connections are made for safety, not for any caller: a peer that has
+ * not answered by then (ZAP_TIMEOUT, when shorter) is connected in the
+ * background, as at a first message. */
+#define PRECONNECT_WAIT_S 10.0
+
+/* Connects to the peers UCX reaches over TCP (ucp_connect.h says why), per
+ * ZAP_UCP_PRECONNECT (mode 0 auto, 1 on, 2 off). A peer found dead on the
+ * way is failed as in traffic; one that does not answer in time is left to
+ * finish in the background. Lock not needed: the transport is not shared
+ * yet. */
+static void preconnect(ucp_transport_t *u, int mode)
+{
+    int n = u->base.size, count = 0;
+    for (int i = 0; i < n; i++)
+        count += zap_ucp_peer_over_tcp(&u->w, i);
+    if (mode == 2 || count == 0)
+        return;
+    if (mode == 0 && n - 1 > PRECONNECT_AUTO_MAX) {
+        zap_info("ucp: rank %d: %d ranks, more than ZAP_UCP_PRECONNECT=auto connects at creation (%d others); "
+                 "each peer over TCP is connected at its first message",
+                 u->base.rank, n, PRECONNECT_AUTO_MAX);
+        return;
+    }
+    ucp_ep_h *eps = calloc((size_t)n, sizeof(*eps));
+    ucs_status_t *status = calloc((size_t)n, sizeof(*status));
+    if (eps != NULL && status != NULL) {
+        for (int i = 0; i < n; i++)
+            if (zap_ucp_peer_over_tcp(&u->w, i) && peer_ep_for(u, i, false, &eps[i]) != ZAP_OK)
+                eps[i] = NULL; /* refused: failed and told (peer_ep_for) */
+        double wait = u->base.timeout_s < PRECONNECT_WAIT_S ? u->base.timeout_s : PRECONNECT_WAIT_S;
+        double t0 = zap_clock_now();
+        if (zap_ucp_connect_wait(u->w.worker, eps, n, t0 + wait, &u->connect_done, status))
+            zap_debug("ucp: rank %d: connected to %d peers over TCP in %.3f s", u->base.rank, count,
+                      zap_clock_now() - t0);
+        else
+            zap_info("ucp: rank %d: not every peer over TCP answered within %.1f s; the rest connect in the "
+                     "background",
+                     u->base.rank, wait);
+        for (int i = 0; i < n; i++)
+            if (eps[i] != NULL && status[i] != UCS_OK && status[i] != UCS_ERR_TIMED_OUT &&
+                status[i] != UCS_ERR_NO_MEMORY)
+                (void)fail_peer_now(u, i, status[i]);
+        handle_failures(u); /* one UCX reported through the error handler */
+    }
+    free(eps);
+    free(status);
+}
+
 static zap_status_t create(MPI_Comm comm, const zap_ucp_oob_t *oob, zap_pool_t *pool,
                            const zap_transport_params_t *params, zap_transport_t **t_p)
 {
     if (t_p == NULL)
         return ZAP_ERR_INVALID_PARAM;
-    int staging = 0;
+    int staging = 0, connect = 0;
     double timeout = 0;
     zap_status_t st = zap_cfg_get_choice(ZAP_CFG_UCP_STAGING, &staging);
+    if (st == ZAP_OK)
+        st = zap_cfg_get_choice(ZAP_CFG_UCP_PRECONNECT, &connect);
     if (st == ZAP_OK)
         st = zap_transport_params_timeout(params, &timeout);
     /* Settings are per process but every rank reads the same environment
@@ -1345,6 +1405,8 @@ static zap_status_t create(MPI_Comm comm, const zap_ucp_oob_t *oob, zap_pool_t *
     }
     zap_log_set_rank(u->w.rank);
     st = zap_ucp_warm_listen(u->w.worker, u->w.rank);
+    if (st == ZAP_OK)
+        st = zap_ucp_connect_listen(u->w.worker, &u->connect_done, u->w.rank);
     u->staging = staging != 2; /* auto|prefetch|none */
     u->hook_slot = -1;
     u->first_failed = -1;
@@ -1387,6 +1449,7 @@ static zap_status_t create(MPI_Comm comm, const zap_ucp_oob_t *oob, zap_pool_t *
     u->base.timeout_s = timeout;
     if (u->w.tcp_lingers)
         u->base.caps |= ZAP_CAP_SENDS_NEED_PROGRESS;
+    preconnect(u, connect);
     *t_p = &u->base;
     return ZAP_OK;
 }

@@ -1,6 +1,6 @@
 /* ucp_warm.h. */
 #include "transport/ucp_warm.h"
-#include "base/log.h"
+#include "transport/ucp_worker.h"
 
 /* A ring's worth of messages of about one receive buffer each, at a size
  * below the default buffer (8256 bytes) less the headers, so each message
@@ -30,18 +30,7 @@ static ucs_status_t warm_recv(void *arg, const void *header, size_t header_lengt
 
 zap_status_t zap_ucp_warm_listen(ucp_worker_h worker, int rank)
 {
-    ucp_am_handler_param_t hp = {
-        .field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG,
-        .id = ZAP_UCP_WARM_AM_ID,
-        .cb = warm_recv,
-        .arg = NULL,
-    };
-    ucs_status_t s = ucp_worker_set_am_recv_handler(worker, &hp);
-    if (s != UCS_OK) {
-        zap_error("ucp: rank %d: ucp_worker_set_am_recv_handler failed: %s", rank, ucs_status_string(s));
-        return ZAP_ERR_TRANSPORT;
-    }
-    return ZAP_OK;
+    return zap_ucp_am_listen(worker, ZAP_UCP_WARM_AM_ID, warm_recv, NULL, rank);
 }
 
 static void warm_sent(void *request, ucs_status_t s, void *user_data)

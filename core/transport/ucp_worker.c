@@ -239,6 +239,8 @@ static zap_status_t open_ucp(zap_ucp_worker_t *w, double timeout_s)
     w->same_host_errors = configure_peer_errors(w, config, timeout_s);
     configure_tcp(w, config);
     w->tcp_lingers = tcp_allowed() && (several_hosts(w) || !mm_allowed());
+    w->tcp_other_hosts = tcp_allowed() && !(rdma_allowed() && rdma_device());
+    w->tcp_this_host = tcp_allowed() && !mm_allowed();
     ucp_params_t params;
     memset(&params, 0, sizeof(params));
     params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED |
@@ -416,6 +418,29 @@ int zap_ucp_want_peer_errors(const zap_ucp_worker_t *w, int peer)
     if (peer == w->rank)
         return 0;
     return w->host[peer] != w->host[w->rank] || w->same_host_errors;
+}
+
+zap_status_t zap_ucp_am_listen(ucp_worker_h worker, unsigned id, ucp_am_recv_callback_t cb, void *arg, int rank)
+{
+    ucp_am_handler_param_t hp = {
+        .field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG,
+        .id = id,
+        .cb = cb,
+        .arg = arg,
+    };
+    ucs_status_t s = ucp_worker_set_am_recv_handler(worker, &hp);
+    if (s != UCS_OK) {
+        zap_error("ucp: rank %d: ucp_worker_set_am_recv_handler failed: %s", rank, ucs_status_string(s));
+        return ZAP_ERR_TRANSPORT;
+    }
+    return ZAP_OK;
+}
+
+int zap_ucp_peer_over_tcp(const zap_ucp_worker_t *w, int peer)
+{
+    if (peer == w->rank)
+        return 0;
+    return w->host[peer] != w->host[w->rank] ? w->tcp_other_hosts : w->tcp_this_host;
 }
 
 ucs_status_t zap_ucp_wait_ptr(ucp_worker_h worker, ucs_status_ptr_t req, double deadline)

@@ -30,6 +30,10 @@ typedef struct zap_ucp_worker {
      * this one without shared memory): a completed eager send may still hold
      * bytes here (ZAP_CAP_SENDS_NEED_PROGRESS). */
     int tcp_lingers;
+    /* Which peers UCX reaches over TCP: another host's where TCP is allowed
+     * and no RDMA device is in use; this host's too where shared memory is
+     * not allowed (zap_ucp_peer_over_tcp). */
+    int tcp_other_hosts, tcp_this_host;
 } zap_ucp_worker_t;
 
 /* Collective over comm: creates context (tag feature) and worker (serialised
@@ -82,6 +86,13 @@ zap_status_t zap_ucp_ep_create(zap_ucp_worker_t *w, int peer, int peer_errors, u
  * for this rank itself; for a peer on another host, yes; for a peer on this
  * host, unless the user turned shared memory's off (same_host_errors). */
 int zap_ucp_want_peer_errors(const zap_ucp_worker_t *w, int peer);
+
+/* Registers cb(arg, ...) for active messages with id on worker. Not
+ * thread-safe. ZAP_ERR_TRANSPORT (logged, naming rank) if UCX refuses. */
+zap_status_t zap_ucp_am_listen(ucp_worker_h worker, unsigned id, ucp_am_recv_callback_t cb, void *arg, int rank);
+
+/* Whether UCX carries messages to peer over TCP (never for this rank). */
+int zap_ucp_peer_over_tcp(const zap_ucp_worker_t *w, int peer);
 
 /* Progresses the worker until req (a status pointer from a UCP call) is done
  * or deadline (zap_clock_now seconds) passes; frees the request. Returns the

@@ -103,6 +103,7 @@ TEST(BadEnv, PipelineBytesBelowRangeIsReported) { expect_check_names("ZAP_COLL_P
 TEST(BadEnv, VerifyThreadsAboveRangeIsReported) { expect_check_names("ZAP_VERIFY_THREADS", "5000"); }
 TEST(BadEnv, VerifierUnknownIsReported) { expect_check_names("ZAP_VERIFIER", "fpga"); }
 TEST(BadEnv, UcpStagingUnknownIsReported) { expect_check_names("ZAP_UCP_STAGING", "eager"); }
+TEST(BadEnv, UcpPreconnectUnknownIsReported) { expect_check_names("ZAP_UCP_PRECONNECT", "yes"); }
 TEST(BadEnv, GpuMinItemsNegativeIsReported) { expect_check_names("ZAP_GPU_MIN_ITEMS", "-1"); }
 TEST(BadEnv, CollShmUnknownIsReported) { expect_check_names("ZAP_COLL_SHM", "yes"); }
 TEST(BadEnv, CollCmaUnknownIsReported) { expect_check_names("ZAP_COLL_CMA", "yes"); }
