@@ -314,7 +314,10 @@ zap_mem_kind_t zap_coll_ptr_kind(const void *ptr, size_t len)
 
 zap_mem_kind_t zap_coll_mem_kind(zap_comm_t *comm, const void *ptr, size_t len)
 {
-    if (ptr == NULL || len == 0)
+    /* No device: no pool holds managed or device memory either (a managed
+     * pool needs one), so every pointer is host memory, as in
+     * zap_coll_ptr_kind, without the pool's lookup. */
+    if (ptr == NULL || len == 0 || !zap_gpu_device_present())
         return ZAP_MEM_HOST;
     uint64_t epoch = zap_vm_epoch(); /* before asking, as in zap_coll_ptr_kind */
     uintptr_t lo = (uintptr_t)ptr, hi = lo + len;
