@@ -82,6 +82,39 @@ TEST_F(Oneway, BroadcastRootCompletesBeforeItsReadersArrive)
     }
 }
 
+// A scatter's root too, with the largest blocks whose other ranks' share
+// fits its slot (4032 bytes over p - 1 blocks; on 2 ranks a 4032-byte block
+// of a 8064-byte total): it completes ahead() calls before any reader enters
+// the first, as a broadcast's does.
+TEST_F(Oneway, ScatterRootCompletesBeforeItsReadersArriveUpToASlotOfOthersBlocks)
+{
+    int rank = MpiRank(), size = MpiSize(), root = size - 1;
+    size_t blk = ZAP_COLL_SHM_MAX_BYTES / (size_t)(size - 1);
+    sum_ok(1);
+    std::vector<std::vector<uint8_t>> got(ahead(), std::vector<uint8_t>(blk, 0));
+    std::vector<uint8_t> all(blk * (size_t)size);
+    if (rank == root) {
+        for (int i = 0; i < ahead(); i++) {
+            for (size_t j = 0; j < all.size(); j++)
+                all[j] = (uint8_t)(j * 7 + (size_t)i * 13);
+            ASSERT_EQ(zap_scatter(comm_, all.data(), got[i].data(), blk, ZAP_DT_UINT8, root), ZAP_OK);
+        }
+        for (int q = 0; q < size; q++)
+            if (q != root)
+                MPI_Send(&root, 1, MPI_INT, q, 8, MPI_COMM_WORLD);
+    } else {
+        int token = -1;
+        MPI_Recv(&token, 1, MPI_INT, root, 8, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        for (int i = 0; i < ahead(); i++) {
+            ASSERT_EQ(zap_scatter(comm_, nullptr, got[i].data(), blk, ZAP_DT_UINT8, root), ZAP_OK);
+            for (size_t j = 0; j < blk; j++)
+                ASSERT_EQ(got[i][j], (uint8_t)(((size_t)rank * blk + j) * 7 + (size_t)i * 13))
+                    << "call " << i << " byte " << j;
+        }
+    }
+    sum_ok(2);
+}
+
 // The same for the other side: a gather's (and a reduce's) non-roots write
 // and go on; the root, arriving after ahead() calls of theirs, finds every
 // block still there.

@@ -476,7 +476,8 @@ TEST_F(CollsMpi, AlltoallAndAlltoallvMatchMpi)
 }
 
 // Scatter on one host at the totals that choose its shared-memory form: the
-// root's slot up to 4032 bytes, the large area just above that and up to
+// root's slot while the other ranks' blocks fit its 4032 bytes (a total of
+// up to 4032 * p / (p - 1)), the large area just above that and up to
 // 64 KiB on 2 ranks, 512 KiB on more (zap_scatter_shm_copy_max, scatter.h),
 // single copy beyond. Bytes, so that the totals land exactly at each
 // boundary on 3 ranks too; the area is filled and read in pieces of 32 KiB,
@@ -486,8 +487,9 @@ TEST_F(CollsMpi, AlltoallAndAlltoallvMatchMpi)
 std::vector<size_t> scatter_totals(int ranks)
 {
     const size_t slot = 4032, copy_max = ranks <= 2 ? 64 << 10 : 512 << 10;
-    return {slot + 1,     2 * slot + 7,   (32 << 10) * 3 + 5,          copy_max - 1,
-            copy_max,     copy_max + 1,   copy_max + copy_max / 2, 3 * copy_max};
+    const size_t others = ranks > 1 ? slot / (size_t)(ranks - 1) : slot; // the largest block in the slot
+    return {slot + 1,     others * (size_t)ranks, (others + 1) * (size_t)ranks, 2 * slot + 7, (32 << 10) * 3 + 5,
+            copy_max - 1, copy_max,               copy_max + 1,                 copy_max + copy_max / 2, 3 * copy_max};
 }
 
 TEST_F(CollsMpi, ScatterAndScattervMatchMpiAtEverySharedMemorySize)

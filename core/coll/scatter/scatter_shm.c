@@ -2,12 +2,12 @@
  * one host (coll/shm/shm.h). The argument exchange carries what the root
  * knows alone, in its slot (zap_coll_agree_init_gather):
  *
- *   scatter, all blocks within a slot (p * count at most ZAP_COLL_SHM_PAYLOAD
- *     bytes, which every rank can tell from the agreed count): the blocks
- *     themselves but the root's, from the root's successor's on round the
- *     ranks (two ranges of its sendbuf, zap_coll_agree_init_gather2: a root
- *     writes no more than its readers need); every rank copies its own out.
- *     One exchange, no message.
+ *   scatter, the other ranks' blocks within a slot ((p - 1) * count at most
+ *     ZAP_COLL_SHM_PAYLOAD bytes, which every rank can tell from the agreed
+ *     count): those blocks, from the root's successor's on round the ranks
+ *     (two ranges of its sendbuf, zap_coll_agree_init_gather2: a root writes
+ *     no more than its readers need, and keeps its own); every rank copies
+ *     its own out. One exchange, no message.
  *   scatter, the blocks within the large area and at most
  *     ZAP_SCATTER_SHM_COPY_MAX bytes together (zap_scatter_shm_copies, from
  *     the agreed count and p): a header-only agreement, then the root copies
@@ -81,6 +81,10 @@ _Static_assert(sizeof(sc_shm_t) <= ZAP_COLL_ALG_STATE_BYTES, "state too large");
 
 static bool is_v(const zap_coll_args_t *a) { return a->hdr_extra == 1; }
 
+/* A scatter whose blocks but the root's fit the root's slot (p ranks, blocks
+ * of blk bytes). */
+static bool in_slot(int p, size_t blk) { return (size_t)(p - 1) * blk <= ZAP_COLL_SHM_PAYLOAD; }
+
 static size_t table_bytes(int p, bool v) { return sizeof(sc_head_t) + (v ? (size_t)p * sizeof(sc_entry_t) : 0); }
 
 bool zap_scatter_shm_vote(const zap_coll_op_t *op)
@@ -89,7 +93,7 @@ bool zap_scatter_shm_vote(const zap_coll_op_t *op)
     size_t es = zap_dtype_size(a->dt);
     size_t total = a->fixed * es * (size_t)op->comm->size;
     const zap_coll_shm_t *s = op->comm->shm;
-    if (!is_v(a) && (total <= ZAP_COLL_SHM_PAYLOAD || (s != NULL && zap_scatter_shm_copies(s, total))))
+    if (!is_v(a) && (in_slot(op->comm->size, a->fixed * es) || (s != NULL && zap_scatter_shm_copies(s, total))))
         return true; /* the slots or the large area carry it: the vote is not read */
     if (op->mem != ZAP_MEM_HOST)
         return false;
@@ -253,7 +257,7 @@ zap_status_t zap_scatter_shm_init(zap_coll_op_t *op)
     const void *data = NULL;
     size_t bytes = 0;
     zap_status_t st;
-    if (!v && a->fixed * es * (size_t)p <= ZAP_COLL_SHM_PAYLOAD) {
+    if (!v && in_slot(p, a->fixed * es)) {
         size_t second = 0;
         if (root)
             root_ranges(a, p, a->fixed * es, &data, &bytes, &second);
@@ -306,8 +310,7 @@ zap_status_t zap_scatter_shm_init(zap_coll_op_t *op)
 /* The blocks within the root's slot: one-way, as in zap_scatter_shm_init. */
 bool zap_scatter_shm_fast_setup(const zap_comm_t *comm, const zap_coll_args_t *a, zap_coll_shm_fast_t *f)
 {
-    size_t total = a->fixed * zap_dtype_size(a->dt) * (size_t)comm->size;
-    if (is_v(a) || total > ZAP_COLL_SHM_PAYLOAD)
+    if (is_v(a) || !in_slot(comm->size, a->fixed * zap_dtype_size(a->dt)))
         return false;
     bool root = comm->rank == a->root;
     f->src = NULL;
