@@ -370,6 +370,35 @@ TEST_F(CollsMpi, ScanStreamsAreTheRankOrderFoldBitForBit)
     }
 }
 
+// Gather on one host at the block sizes that choose its shared-memory
+// forms: the slots up to 4032 bytes, the large area above (where single-copy
+// reads are dear, or with shm forced) up to 512 KiB blocks, the transport
+// beyond. Bytes, every root, in place or not.
+TEST_F(CollsMpi, GatherMatchesMpiAtEverySharedMemoryBlockSize)
+{
+    int rank = MpiRank(), size = MpiSize();
+    for (const char *alg : {"auto", "shm"}) {
+        Comm comm(t_, "gather", alg);
+        for (size_t count : {size_t(4032), size_t(4033), size_t(40000) + 7, size_t(512) << 10, (size_t(512) << 10) + 1})
+            for (int root = 0; root < size; root++)
+                for (bool in_place : {false, true}) {
+                    std::vector<uint8_t> mine(count), got(count * size + 1, 5), ref(count * size + 1, 5);
+                    for (size_t i = 0; i < count; i++)
+                        mine[i] = (uint8_t)mix((uint64_t)rank * 977 + count * 3 + (size_t)root + i);
+                    bool ip = in_place && rank == root;
+                    if (ip)
+                        std::copy(mine.begin(), mine.end(), got.begin() + (ptrdiff_t)(rank * count));
+                    ASSERT_EQ(zap_gather(comm, ip ? ZAP_IN_PLACE : mine.data(), count, got.data(), ZAP_DT_UINT8, root),
+                              ZAP_OK);
+                    MPI_Gather(mine.data(), (int)count, MPI_UINT8_T, ref.data(), (int)count, MPI_UINT8_T, root,
+                               MPI_COMM_WORLD);
+                    if (rank == root) {
+                        ASSERT_EQ(got, ref) << alg << " block " << count << " root " << root << (ip ? " in place" : "");
+                    }
+                }
+    }
+}
+
 TEST_F(CollsMpi, GatherAndGathervMatchMpi)
 {
     int rank = MpiRank(), size = MpiSize();

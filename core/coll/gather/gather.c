@@ -44,6 +44,8 @@ static const zap_coll_row_t rows[] = {
      "ranks on several hosts: each host's blocks cross once, in one message"},
     {ZAP_GA_SHM, 2, ZAP_COLL_SHM_MAX_RANKS, 0, ZAP_COLL_SHM_MAX_BYTES + 1, 0, 0,
      "one host, blocks up to a slot: the agreement carries them"},
+    {ZAP_GA_SHM, 2, ZAP_COLL_SHM_MAX_RANKS, ZAP_COLL_SHM_MAX_BYTES + 1, SIZE_MAX, ZAP_COLL_PRED_SLOW_READS, 0,
+     "one host where single-copy reads are dear, blocks above a slot: through the large area when they fit it"},
     {ZAP_GA_BINOMIAL, 8, INT32_MAX, 0, KiB(2), 0, 0, "small blocks, many ranks: log2(p) rounds beat p-1 receives"},
     {ZAP_GA_LINEAR, 1, INT32_MAX, 0, SIZE_MAX, 0, 0, "one round; the root's link carries the result once"},
 };

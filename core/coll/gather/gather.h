@@ -6,6 +6,7 @@
 #ifndef ZAP_COLL_GATHER_H
 #define ZAP_COLL_GATHER_H
 #include "coll/engine/op.h"
+#include "coll/shm/shm.h"
 
 /* Indices in the table, in ZAP_GATHER_ALG's order after "auto". */
 enum { ZAP_GA_LINEAR, ZAP_GA_BINOMIAL, ZAP_GA_SHM, ZAP_GA_HIER, ZAP_GA_NALGS };
@@ -13,6 +14,12 @@ enum { ZAP_GA_LINEAR, ZAP_GA_BINOMIAL, ZAP_GA_SHM, ZAP_GA_HIER, ZAP_GA_NALGS };
 zap_status_t zap_gather_linear_init(zap_coll_op_t *op);   /* gather_linear.c */
 zap_status_t zap_gather_binomial_init(zap_coll_op_t *op); /* gather_binomial.c: gather only */
 zap_status_t zap_gather_shm_init(zap_coll_op_t *op);      /* gather_shm.c: gather only, up to a slot */
+zap_status_t zap_gather_shm_copy_init(zap_coll_op_t *op); /* gather_shm_copy.c: above a slot, through the area */
+/* Whether a gather of blocks of blk bytes goes through the large area
+ * (gather_shm_copy.c): single-copy reads are dear here (or the shm form is
+ * forced) and the p blocks fit the area, each at most 512 KiB. The same on
+ * every rank for the same block and setting. */
+bool zap_gather_shm_copies(const zap_coll_shm_t *s, size_t blk, bool forced);
 zap_status_t zap_gather_hier_init(zap_coll_op_t *op);     /* gather_hier.c: ranks on several hosts */
 
 /* Whether the call is gatherv (the header's extra word says so on every

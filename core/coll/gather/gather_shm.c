@@ -1,5 +1,6 @@
 /* Shared-memory gather (gather only, blocks up to a slot's 4032 bytes; ranks
- * on one host): every rank publishes its block in its slot of the
+ * on one host; larger ones through the large area where single-copy reads
+ * are dear, gather_shm_copy.c): every rank publishes its block in its slot of the
  * agreement, nothing combined (zap_coll_agree_init_gather), and the root
  * copies the p blocks out. The agreement is the whole call: no message, one
  * slot written per rank, p read by the root. */
@@ -25,9 +26,12 @@ zap_status_t zap_gather_shm_init(zap_coll_op_t *op)
 {
     const zap_coll_args_t *a = &op->args;
     size_t blk = a->fixed * zap_dtype_size(a->dt);
-    if (op->comm->shm == NULL || zap_ga_is_v(a) || blk > ZAP_COLL_SHM_PAYLOAD || op->agreed ||
-        op->form != ZAP_COLL_FORM_SHM)
+    if (op->comm->shm == NULL || zap_ga_is_v(a) || op->agreed || op->form != ZAP_COLL_FORM_SHM)
         return ZAP_ERR_UNSUPPORTED;
+    if (blk > ZAP_COLL_SHM_PAYLOAD) {
+        bool forced = op->comm->set.alg[ZAP_COLL_GATHER] == ZAP_GA_SHM;
+        return zap_gather_shm_copies(op->comm->shm, blk, forced) ? zap_gather_shm_copy_init(op) : ZAP_ERR_UNSUPPORTED;
+    }
     if (blk == 0) {
         op->progress = NULL;
         return ZAP_OK;
