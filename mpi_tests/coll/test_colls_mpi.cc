@@ -458,7 +458,12 @@ TEST_F(CollsMpi, AlltoallAndAlltoallvMatchMpi)
     int rank = MpiRank(), size = MpiSize();
     for (const char *alg : kA2aAlgs) {
         Comm comm(t_, "alltoall", alg);
-        for (size_t count : counts_for(3, 30000))
+        // Also the largest blocks whose others' share fits a slot (4032
+        // bytes over p - 1 blocks of int32) and one element more.
+        std::vector<size_t> counts = counts_for(3, 30000);
+        counts.push_back(4032 / 4 / (size_t)(size > 1 ? size - 1 : 1));
+        counts.push_back(counts.back() + 1);
+        for (size_t count : counts)
             for (bool in_place : {false, true}) {
                 std::vector<int32_t> s(count * size + 1), got(count * size + 1, 7), ref(count * size + 1, 7);
                 for (size_t i = 0; i < count * size; i++)
