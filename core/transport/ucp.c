@@ -1319,10 +1319,12 @@ static const zap_transport_ops_t ucp_ops = {
  * yet. */
 static void preconnect(ucp_transport_t *u, int mode)
 {
+    if (mode == 2)
+        return;
     int n = u->base.size, count = 0;
     for (int i = 0; i < n; i++)
         count += zap_ucp_peer_over_tcp(&u->w, i);
-    if (mode == 2 || count == 0)
+    if (count == 0)
         return;
     if (mode == 0 && n - 1 > PRECONNECT_AUTO_MAX) {
         zap_info("ucp: rank %d: %d ranks, more than ZAP_UCP_PRECONNECT=auto connects at creation (%d others); "
