@@ -164,10 +164,11 @@ static zap_status_t check_post(zap_transport_t *t, int peer, const void *buf, si
     return check_peer(t, peer, buf, len);
 }
 
-void zap_transport_log_timeout(const zap_transport_t *t, zap_request_kind_t kind, int peer, uint64_t tag)
+void zap_transport_log_timeout(const zap_transport_t *t, zap_request_kind_t kind, int peer, uint64_t tag,
+                               double seconds)
 {
-    zap_error("transport %s: rank %d timed out after %.1f s waiting for %s peer rank %d (tag 0x%llx)",
-              t->ops->name, t->rank, t->timeout_s, kind == ZAP_REQ_SEND ? "a send to" : "a receive from",
+    zap_error("transport %s: rank %d timed out after %.3g s waiting for %s peer rank %d (tag 0x%llx)",
+              t->ops->name, t->rank, seconds, kind == ZAP_REQ_SEND ? "a send to" : "a receive from",
               peer, (unsigned long long)tag);
 }
 
@@ -300,6 +301,7 @@ zap_status_t zap_request_wait_until(zap_request_t *req, double deadline)
 {
     if (req == NULL)
         return ZAP_ERR_INVALID_PARAM;
+    double waited = 0; /* what the log says the wait was allowed */
     if (deadline <= 0) {
         /* Most waits end within a few polls. Reading the clock costs
          * hundreds of nanoseconds on some machines (clock_gettime without
@@ -311,12 +313,15 @@ zap_status_t zap_request_wait_until(zap_request_t *req, double deadline)
                 return st;
         }
         deadline = zap_clock_now() + req->transport->timeout_s;
+        waited = req->transport->timeout_s;
+    } else {
+        waited = deadline - zap_clock_now();
     }
     zap_status_t st = req->transport->ops->wait(req, deadline);
     /* A collective request (peer -1) has logged its own line, naming the rank
      * its operation waited for. */
     if (st == ZAP_ERR_TIMED_OUT && req->peer >= 0)
-        zap_transport_log_timeout(req->transport, req->kind, req->peer, req->tag);
+        zap_transport_log_timeout(req->transport, req->kind, req->peer, req->tag, waited > 0 ? waited : 0);
     return st;
 }
 

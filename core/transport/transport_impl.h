@@ -139,7 +139,8 @@ zap_status_t zap_transport_notify(zap_transport_t *t, const int *peers, int npee
 int zap_transport_first_failed(zap_transport_t *t);
 void zap_transport_base_cleanup(zap_transport_t *t);
 /* The log line of a blocking wait that gave up, for every path to it. */
-void zap_transport_log_timeout(const zap_transport_t *t, zap_request_kind_t kind, int peer, uint64_t tag);
+void zap_transport_log_timeout(const zap_transport_t *t, zap_request_kind_t kind, int peer, uint64_t tag,
+                               double seconds);
 static inline void zap_request_complete(zap_request_t *req, zap_status_t status)
 {
     atomic_store_explicit(&req->status, (int)status, memory_order_release);

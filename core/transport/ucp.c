@@ -842,7 +842,7 @@ static zap_status_t ucp_send_blocking(zap_transport_t *t, int peer, uint64_t tag
     st = s == UCS_OK ? ZAP_OK : inline_status(u, s, why, ZAP_REQ_SEND, peer, tag, len, len);
     spin_unlock(&u->lock);
     if (st == ZAP_ERR_TIMED_OUT)
-        zap_transport_log_timeout(t, ZAP_REQ_SEND, peer, tag);
+        zap_transport_log_timeout(t, ZAP_REQ_SEND, peer, tag, t->timeout_s);
     return st;
 }
 
@@ -878,7 +878,7 @@ static zap_status_t ucp_recv_blocking(zap_transport_t *t, int peer, uint64_t tag
     if (st == ZAP_OK && len_p != NULL)
         *len_p = info.length;
     else if (st == ZAP_ERR_TIMED_OUT)
-        zap_transport_log_timeout(t, ZAP_REQ_RECV, peer, tag);
+        zap_transport_log_timeout(t, ZAP_REQ_RECV, peer, tag, t->timeout_s);
     return st;
 }
 

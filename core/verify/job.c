@@ -9,6 +9,7 @@
  * scatter is plain byte ranges. */
 #include "verify/job_state.h"
 #include "base/log.h"
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,8 +56,9 @@ static zap_status_t job_init(zap_verify_job_state_t *j, zap_comm_t *comm, const 
     j->root = j->prm.root;
     j->prep_dev = -1;
     j->partner = -1;
-    zap_comm_attr_t attr = {.field_mask = ZAP_COMM_ATTR_HOSTS};
+    zap_comm_attr_t attr = {.field_mask = ZAP_COMM_ATTR_HOSTS | ZAP_COMM_ATTR_TIMEOUT};
     j->across_hosts = zap_comm_query(comm, &attr) == ZAP_OK && attr.hierarchy;
+    j->timeout_s = attr.timeout_s > 0 ? attr.timeout_s : INFINITY;
     if (j->root < 0 || j->root >= j->nranks || j->prm.mode > ZAP_VERIFY_BCAST ||
         j->prm.combine > ZAP_COMBINE_ALLGATHERV) {
         zap_error("verify: job: bad parameters (root %d of %d ranks, mode %d, combine %d)", j->root, j->nranks,

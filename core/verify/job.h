@@ -20,6 +20,11 @@ typedef struct zap_verify_hooks {
     /* Nonzero: the segment stream's chunks are at most this many bytes (and
      * whole records) instead of the staging ring's slot. */
     uint64_t chunk_bytes;
+    /* stall_seconds > 0: rank stall_rank's stream receiver waits that long
+     * before asking the root for its first segment, to show that a root
+     * giving up on a silent rank leaves no rank waiting. */
+    int stall_rank;
+    double stall_seconds;
 } zap_verify_hooks_t;
 
 /* zap_verify_job (zap/verify.h) with hooks (borrowed for the call; NULL:

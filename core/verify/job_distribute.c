@@ -137,7 +137,8 @@ static zap_status_t distribute_scatter_root(zap_verify_job_state_t *j)
     zap_verify_stream_send_t *sender = NULL;
     int nsr = 0, ipartner = -1;
     if (scatter_plans(j, &nsr, &ipartner) > 0) {
-        zap_status_t s = zap_verify_stream_send_start(j->t, j->sranks, nsr, j->dev, j->hooks.chunk_bytes, &sender);
+        zap_status_t s = zap_verify_stream_send_start(j->t, j->sranks, nsr, j->dev, j->hooks.chunk_bytes, j->timeout_s,
+                                                      &sender);
         if (s != ZAP_OK)
             return s;
     }
@@ -171,8 +172,15 @@ static size_t scatter_rank_start(zap_verify_job_state_t *j, uint64_t slice_lo, u
     }
     if (nseg == 0)
         return 0;
-    zap_verify_stream_opts_t o = {j->gpu_planned && j->dev >= 0, j->rank == j->partner, j->var_scatter,
-                                  j->plan.stride,  slice_lo,    slice_lo + slice_len,  j->hooks.chunk_bytes};
+    zap_verify_stream_opts_t o = {j->gpu_planned && j->dev >= 0,
+                                  j->rank == j->partner,
+                                  j->var_scatter,
+                                  j->plan.stride,
+                                  slice_lo,
+                                  slice_lo + slice_len,
+                                  j->hooks.chunk_bytes,
+                                  j->timeout_s,
+                                  j->rank == j->hooks.stall_rank ? j->hooks.stall_seconds : 0};
     j->local = zap_verify_stream_recv_start(j->t, j->root, j->segs, nseg, j->dev, &o, &j->stream);
     if (j->local != ZAP_OK) {
         zap_verify_stream_recv_refuse(j->t, j->root, j->segs, nseg, j->local);

@@ -53,6 +53,7 @@ typedef struct zap_verify_job_state {
     zap_verify_hooks_t hooks;
     int rank, nranks, root;
     int across_hosts;                /* the communicator's collectives go through the hosts' hierarchy */
+    double timeout_s;                /* the communicator's (INFINITY: none): the segment stream's bound */
 
     /* 1. plan */
     zap_verify_plan_t plan;

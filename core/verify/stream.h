@@ -119,10 +119,13 @@ typedef struct zap_verify_stream_rank {
 typedef struct zap_verify_stream_send zap_verify_stream_send_t;
 
 /* Starts the sender thread (on device dev when >= 0) for ranks[0..nranks)
- * (copied); chunk_cap as for zap_verify_seg_chunk. Without a thread it
- * answers every request before returning. ZAP_OK or ZAP_ERR_NO_MEMORY. */
+ * (copied); chunk_cap as for zap_verify_seg_chunk. It gives up with
+ * ZAP_ERR_TIMED_OUT when no rank asks for anything for timeout_s (the job's
+ * communicator's timeout; INFINITY: never). Without a thread it answers
+ * every request before returning. ZAP_OK or ZAP_ERR_NO_MEMORY. */
 zap_status_t zap_verify_stream_send_start(zap_transport_t *t, const zap_verify_stream_rank_t *ranks, int nranks,
-                                          int dev, uint64_t chunk_cap, zap_verify_stream_send_t **s_p);
+                                          int dev, uint64_t chunk_cap, double timeout_s,
+                                          zap_verify_stream_send_t **s_p);
 
 /* For the root's own thread: takes the last segment of shared rank i (index
  * into the ranks given to start) that the rank has not asked for yet, so the
@@ -166,6 +169,12 @@ typedef struct zap_verify_stream_opts {
     uint32_t stride;
     uint64_t slice_lo, slice_hi;
     uint64_t chunk_cap; /* as for zap_verify_seg_chunk: the root's */
+    /* The job's communicator's timeout (INFINITY: none): the longest the
+     * receiver waits for a segment it asked for, as the root's sender waits
+     * at most that long for a request. Both ends bounded by the same value,
+     * so a root that gives up on a slow rank never leaves it waiting. */
+    double timeout_s;
+    double first_ask_delay; /* test hook: seconds to wait before asking for segment 0 */
 } zap_verify_stream_opts_t;
 
 typedef struct zap_verify_stream_recv zap_verify_stream_recv_t;

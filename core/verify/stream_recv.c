@@ -169,12 +169,12 @@ static double pace_wait(const zap_verify_stream_recv_t *r, size_t k, double now,
  * transfer rate is the average (slow first transfers make requests earlier,
  * the safe side). Until both rates are measured (the first segments), at
  * most two segments wait unverified. It never waits more than a quarter of
- * ZAP_TIMEOUT, so the root's sender, which times out on a silent rank, hears
+ * the job's timeout, so the root's sender, which times out on a silent rank, hears
  * from it (a slow CPU verifier then claims early and balances less). Called
  * with r->mu held. */
 static void pace(zap_verify_stream_recv_t *r, size_t k)
 {
-    double limit = zap_clock_now() + zap_timeout_seconds() / 4;
+    double limit = zap_clock_now() + r->o.timeout_s / 4;
     for (;;) {
         double now = zap_clock_now();
         if (r->unpaced || now >= limit)
@@ -205,7 +205,7 @@ static void drain(zap_verify_stream_recv_t *r, size_t k, uint64_t from, uint64_t
         size_t len = (size_t)(g->len - off < chunk ? g->len - off : chunk);
         if (zap_transport_irecv(r->t, r->root, ZAP_VERIFY_STREAM_TAG_SEGMENT, scratch, len, &req) != ZAP_OK)
             break;
-        zap_status_t st = zap_request_wait(req);
+        zap_status_t st = zap_request_wait_until(req, zap_clock_now() + r->o.timeout_s);
         zap_request_free(req);
         if (st != ZAP_OK && st != ZAP_ERR_TRUNCATED)
             break;
@@ -216,7 +216,9 @@ static void drain(zap_verify_stream_recv_t *r, size_t k, uint64_t from, uint64_t
 }
 
 /* Receives len bytes of segment k at offset off into dst, asking for the
- * segment first when off is 0; *got_p: the bytes that came. */
+ * segment first when off is 0; *got_p: the bytes that came. Waits at most
+ * the job's timeout: a root whose sender gave up on this rank sends nothing
+ * more. */
 static zap_status_t recv_chunk(zap_verify_stream_recv_t *r, size_t k, uint64_t off, uint8_t *dst, size_t len,
                                size_t *got_p)
 {
@@ -225,7 +227,7 @@ static zap_status_t recv_chunk(zap_verify_stream_recv_t *r, size_t k, uint64_t o
     if (st == ZAP_OK && off == 0)
         st = send_token(r, ZAP_OK, k);
     if (st == ZAP_OK)
-        st = zap_request_wait(req);
+        st = zap_request_wait_until(req, zap_clock_now() + r->o.timeout_s);
     *got_p = 0;
     if (st == ZAP_OK)
         st = zap_request_received(req, got_p);
@@ -314,6 +316,11 @@ static void *receiver_main(void *arg)
     zap_verify_stream_recv_t *r = arg;
     zap_verify_stream_adopt_device(r->dev);
     zap_status_t st = ZAP_OK;
+    if (r->o.first_ask_delay > 0) {
+        double sec = r->o.first_ask_delay;
+        struct timespec ts = {(time_t)sec, (long)((sec - (double)(time_t)sec) * 1e9)};
+        nanosleep(&ts, NULL);
+    }
     for (size_t k = 0; k < r->nseg; k++) {
         zap_status_t a = await_buffer(r, k);
         double t_ask = zap_clock_now();

@@ -30,6 +30,7 @@ struct zap_verify_stream_send {
     zap_transport_t *t;
     int dev;
     uint64_t chunk_cap;
+    double timeout_s;
     send_rank_t *ranks;
     int nranks;
     zap_request_t **sends; /* every reply posted, freed at the end */
@@ -168,11 +169,12 @@ static zap_status_t send_pass(zap_verify_stream_send_t *s, int *active_p, int *m
  * and the token receives an error left posted. */
 static zap_status_t send_drain(zap_verify_stream_send_t *s, zap_status_t st)
 {
+    double deadline = zap_clock_now() + s->timeout_s;
     for (size_t i = 0; i < s->nsends; i++) {
         if (!s->sends[i])
             continue;
         if (st == ZAP_OK)
-            st = zap_request_wait(s->sends[i]);
+            st = zap_request_wait_until(s->sends[i], deadline);
         zap_request_free(s->sends[i]);
         s->sends[i] = NULL;
     }
@@ -194,7 +196,7 @@ static void *sender_main(void *arg)
             st = post_token_recv(s, &s->ranks[i]);
             active += st == ZAP_OK;
         }
-    double deadline = zap_clock_now() + zap_timeout_seconds();
+    double deadline = zap_clock_now() + s->timeout_s;
     while (st == ZAP_OK && active > 0) {
         if (__atomic_load_n(&s->abort, __ATOMIC_RELAXED)) {
             st = ZAP_ERR_CANCELED;
@@ -205,12 +207,12 @@ static void *sender_main(void *arg)
         if (st != ZAP_OK)
             break;
         if (moved) {
-            deadline = zap_clock_now() + zap_timeout_seconds();
+            deadline = zap_clock_now() + s->timeout_s;
         } else if (zap_clock_now() > deadline) {
             for (int i = 0; i < s->nranks; i++)
                 if (s->ranks[i].treq)
-                    zap_error("verify: job: no request for segment %zu from rank %d within %.0f s", s->ranks[i].k,
-                              s->ranks[i].in.rank, zap_timeout_seconds());
+                    zap_error("verify: job: no request for segment %zu from rank %d within %g s", s->ranks[i].k,
+                              s->ranks[i].in.rank, s->timeout_s);
             st = ZAP_ERR_TIMED_OUT;
         } else {
             sched_yield();
@@ -222,7 +224,8 @@ static void *sender_main(void *arg)
 }
 
 zap_status_t zap_verify_stream_send_start(zap_transport_t *t, const zap_verify_stream_rank_t *ranks, int nranks,
-                                          int dev, uint64_t chunk_cap, zap_verify_stream_send_t **s_p)
+                                          int dev, uint64_t chunk_cap, double timeout_s,
+                                          zap_verify_stream_send_t **s_p)
 {
     zap_verify_stream_send_t *s = calloc(1, sizeof(*s));
     if (!s || !(s->ranks = calloc(nranks > 0 ? (size_t)nranks : 1, sizeof(*s->ranks)))) {
@@ -232,6 +235,7 @@ zap_status_t zap_verify_stream_send_start(zap_transport_t *t, const zap_verify_s
     s->t = t;
     s->dev = dev;
     s->chunk_cap = chunk_cap;
+    s->timeout_s = timeout_s;
     s->nranks = nranks;
     pthread_mutex_init(&s->mu, NULL);
     for (int i = 0; i < nranks; i++) {

@@ -13,13 +13,19 @@
  * Properties: no crash and no out-of-bounds access (ASan/UBSan) on rank 1
  * whatever it receives; both ranks return within a bound; a status one the
  * job may return; when no message was altered, both ranks return ZAP_OK with
- * the same valid count. */
+ * the same valid count.
+ *
+ * FUZZ_JOB_TIMEOUT (seconds, default 0.05): the job's communicators'
+ * timeout. The replay runs once more with a tiny one, so that timeouts fire
+ * at every step of the job as a loaded machine makes them: whichever rank
+ * gives up first, the other must not wait for it forever. */
 #include "fuzz_target.h"
 #include "zap/inproc.h"
 #include "zap/verify.h"
 #include "verify/batch_gen.h"
 #include "mutating_link.h"
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -108,13 +114,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         pthread_join(th[r], NULL);
     FUZZ_CHECK(a[0].cst == ZAP_OK && a[1].cst == ZAP_OK);
     m.active = 1;
-    setenv("ZAP_TIMEOUT", "0.05", 1);
+    static double job_timeout = -1;
+    if (job_timeout < 0) {
+        const char *e = getenv("FUZZ_JOB_TIMEOUT");
+        job_timeout = e && atof(e) > 0 ? atof(e) : 0.05;
+    }
+    char tbuf[32];
+    snprintf(tbuf, sizeof(tbuf), "%g", job_timeout);
+    setenv("ZAP_TIMEOUT", tbuf, 1);
     /* A communicator's timeout is fixed when it is made: the job runs on
      * communicators of the same two ranks made now, locally, with the short
      * one (the ones above took the generous one to be made on a loaded
      * machine). */
     static const int both[2] = {0, 1};
-    zap_comm_params_t quick = {.timeout_s = 0.05};
+    zap_comm_params_t quick = {.timeout_s = job_timeout};
     for (int r = 0; r < 2; r++) {
         zap_comm_t *sub = NULL;
         FUZZ_CHECK(zap_comm_create_subgroup(a[r].comm, both, 2, 1, &quick, &sub) == ZAP_OK);

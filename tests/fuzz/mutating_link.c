@@ -130,6 +130,7 @@ void mut_link_init(mut_transport_t *m, zap_transport_t *inner, const uint8_t *da
     memset(m, 0, sizeof(*m));
     m->ops = mut_ops;
     zap_transport_base_init(&m->base, &m->ops, inner->rank, inner->size, zap_transport_pool(inner), false);
+    m->base.timeout_s = inner->timeout_s; /* a link in between waits as the transport under it */
     m->inner = inner;
     m->data = data;
     m->left = len;

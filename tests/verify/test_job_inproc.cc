@@ -342,6 +342,53 @@ TEST(Job, ReceiveBufferFailureMidStreamFailsEveryRank)
     EXPECT_EQ(zap_pool_destroy(pool), ZAP_OK);
 }
 
+TEST(Job, RootGivingUpOnASilentRankLeavesNoRankWaiting)
+{
+    // The communicators' timeout is 0.3 s; rank 1 asks for its first
+    // segment only after 1.5 s. The root's sender gives up on it after the
+    // communicator's timeout (not ZAP_TIMEOUT's, unset here), and rank 1,
+    // asking late, waits for that segment no longer than the same timeout:
+    // both ranks fail within a few timeouts, neither waits for the other.
+    GenBatch b = make_batch(400, 0.3, 71, 0);
+    zap_verify_params_t p = {};
+    p.verifier = ZAP_VERIFIER_CPU;
+    p.threads = 1;
+    p.segment_bytes = 4096;
+    zap_verify_hooks_t hooks = {};
+    hooks.stall_rank = 1;
+    hooks.stall_seconds = 1.5;
+    zap_inproc_world_t *world = nullptr;
+    ASSERT_EQ(zap_inproc_world_create(2, nullptr, &world), ZAP_OK);
+    std::vector<RankOut> out(2);
+    double took[2] = {0, 0};
+    LogCapture log;
+    std::vector<std::thread> th;
+    for (int r = 0; r < 2; r++)
+        th.emplace_back([&, r] {
+            zap_transport_t *t;
+            zap_comm_t *comm;
+            zap_comm_params_t cp = {};
+            cp.timeout_s = 0.3;
+            if (zap_inproc_transport(world, r, &t) != ZAP_OK || zap_comm_create_ex(t, &cp, &comm) != ZAP_OK)
+                return;
+            double t0 = zap_clock_now();
+            out[r].status = zap_verify_job_hooked(comm, r == 0 ? b.bytes.data() : nullptr, r == 0 ? b.bytes.size() : 0,
+                                                  &p, &hooks, &out[r].res);
+            took[r] = zap_clock_now() - t0;
+            zap_comm_destroy(comm);
+        });
+    for (auto &t : th)
+        t.join();
+    zap_inproc_world_destroy(world);
+    EXPECT_EQ(out[0].status, ZAP_ERR_TIMED_OUT) << log.all();
+    EXPECT_NE(out[1].status, ZAP_OK) << log.all();
+    EXPECT_NE(out[1].status, ZAP_ERR_CANCELED) << "rank 1 never ran its job\n" << log.all();
+    EXPECT_LT(took[0], 1.4) << log.all();
+    EXPECT_LT(took[1], 1.5 + 4 * 0.3 + 1.0) << log.all();
+    EXPECT_TRUE(log.contains("no request for segment 0 from rank 1 within 0.3 s")) << log.all();
+    cleanup(out);
+}
+
 TEST(Job, GpuVerifiesStreamedSegmentsFromDeviceCopies)
 {
     // Ranks other than the root receive each record segment through the
