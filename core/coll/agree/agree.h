@@ -263,6 +263,14 @@ typedef struct zap_coll_shm_fast {
     const void *src2;               /* and after it bytes2 more from src2 (0: none; zap_coll_agree_init_gather2) */
     size_t bytes2;
     uint64_t need;                  /* the ranks whose slots this rank reads (bit q: rank q) */
+    /* via >= 0: a rank of need whose completion vouches for the others: once
+     * its slot holds this exchange with this rank's words and chain, and the
+     * 8-byte word at via_off in its payload holds the exchange's number
+     * (stored with release order only after that rank itself read and
+     * checked every slot it needed), this rank reads no other slot. -1:
+     * none (the engine's default). */
+    int via;
+    size_t via_off;
     uint64_t seq;                   /* set by open: the exchange's number */
 } zap_coll_shm_fast_t;
 /* Writes this rank's slot and polls up to polls times for the needed ones.

@@ -340,6 +340,15 @@ zap_status_t zap_coll_agree_shm_fast_open(zap_comm_t *comm, zap_coll_shm_fast_t 
             if (atomic_load_explicit(&zap_coll_shm_slot(s, seq, q)->seq, memory_order_acquire) == seq)
                 seen |= UINT64_C(1) << q;
         }
+        if (f->via >= 0 && seen != f->need && ((seen >> f->via) & 1) &&
+            atomic_load_explicit((_Atomic uint64_t *)(void *)(zap_coll_shm_slot(s, seq, f->via)->payload + f->via_off),
+                                 memory_order_acquire) == seq) {
+            /* Rank via checked every slot below it against its own words
+             * and chain; checking its slot against ours (below) covers them
+             * all, and what this call reads of theirs it reads through via. */
+            f->need = UINT64_C(1) << f->via;
+            break;
+        }
     }
     /* Anything but the same words and chain (a mismatch, a bad mark) is for
      * the operation to find, name and report as every form does. */

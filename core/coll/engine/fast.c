@@ -44,6 +44,8 @@ static zap_status_t try_fast(zap_comm_t *comm, const zap_coll_desc_t *desc, cons
     zap_coll_shm_fast_t f;
     f.src2 = NULL;
     f.bytes2 = 0;
+    f.via = -1;
+    f.via_off = 0;
     zap_coll_hdr_words(f.words, desc->kind, desc->fast_alg, a->hdr_count, a->dt, a->op, a->root, a->hdr_extra);
     if (!desc->fast_setup(comm, a, &f))
         return ZAP_ERR_UNSUPPORTED;

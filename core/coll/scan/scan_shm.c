@@ -5,19 +5,24 @@
  * computes ((x0 op x1) op x2) ... op xr (exscan: up to x(r-1)) into recvbuf:
  * the agreement is the whole call, no message. Rank order for every op.
  *
- * The prefix lane (vectors up to LANE_MAX bytes): after its vector a rank's
- * slot carries its inclusive prefix x0 op ... op xr, then the number of the
+ * The prefix lane (vectors up to LANE_MAX bytes): after its vector the slot
+ * of a rank r in 1 .. p-2 carries its inclusive prefix x0 op ... op xr, then
+ * (in the same cache line for vectors up to 56 bytes) the number of the
  * exchange that prefix is of, stored after it with release order. Rank r,
  * finding rank r-1's prefix of this exchange there, combines it with its own
  * vector (exscan: copies it) instead of reducing r slots, reading one vector
- * instead of r; it does not wait for it (a late r-1 would make the call a
- * chain), but reduces the slots as without the lane. Either way the operands
- * and their order are the same, (prefix(r-1)) op xr = ((x0 op x1) ...) op xr,
- * so are the bytes. Only the bytes past the vector change after the slot is
- * published, and only its owner writes them; a reader reads them only once
- * their exchange number is there, and no bank is reused before every rank
- * has read through its exchange (shm.h), so a prefix is never read while its
- * slot is rewritten. */
+ * instead of r; rank 1 reads rank 0's vector, which is rank 0's prefix, and
+ * rank 0 and the last rank, whose lanes nobody would read, write none. It
+ * does not wait for the lane (a late r-1 would make the call a chain), but
+ * reduces the slots as without it, whichever comes first; in the fast form,
+ * a lane found also vouches for the agreement of the ranks below r-1
+ * (agree.h, via), so rank r reads one slot in all. Either way the operands
+ * and their order are the same, (prefix(r-1)) op xr = ((x0 op x1) ...) op
+ * xr, so are the bytes. Only the bytes past the vector change after the slot
+ * is published, and only its owner writes them; a reader reads them only
+ * once their exchange number is there, and no bank is reused before every
+ * rank has read through its exchange (shm.h), so a prefix is never read
+ * while its slot is rewritten. */
 #include "coll/scan/scan.h"
 #include "coll/comm_impl.h"
 #include "coll/engine/mem.h"
@@ -26,14 +31,16 @@
 #include "base/copy.h"
 #include <string.h>
 
-/* Where a slot's prefix starts (after the vector, on a 64-byte boundary)
- * and whether vector, prefix and exchange number fit the payload. */
+/* Where a slot's prefix starts (after the vector, on a 64-byte boundary),
+ * where its exchange number follows it (8-byte aligned), and whether
+ * vector, prefix and number fit the payload. */
 static size_t lane_at(size_t bytes) { return (bytes + 63) & ~(size_t)63; }
+static size_t lane_seq_at(size_t bytes) { return lane_at(bytes) + ((bytes + 7) & ~(size_t)7); }
 #define LANE_MAX ((ZAP_COLL_SHM_PAYLOAD - sizeof(uint64_t)) / 2 / 64 * 64)
 
 static _Atomic uint64_t *lane_seq(unsigned char *payload, size_t bytes)
 {
-    return (_Atomic uint64_t *)(void *)(payload + 2 * lane_at(bytes));
+    return (_Atomic uint64_t *)(void *)(payload + lane_seq_at(bytes));
 }
 
 /* Rank r's result of exchange seq into out (exclusive: exscan; rank 0 of an
@@ -46,7 +53,9 @@ static void combine(const zap_comm_t *comm, uint64_t seq, bool exclusive, zap_dt
     unsigned char *own = zap_coll_shm_slot(s, seq, r)->payload;
     bool lane = bytes <= LANE_MAX;
     const unsigned char *prev = NULL; /* rank r-1's prefix, when it is there */
-    if (lane && r > 0) {
+    if (r == 1) {
+        prev = zap_coll_shm_slot(s, seq, 0)->payload; /* x0: rank 0's prefix, always there */
+    } else if (lane && r > 1) {
         unsigned char *q = zap_coll_shm_slot(s, seq, r - 1)->payload;
         if (atomic_load_explicit(lane_seq(q, bytes), memory_order_acquire) == seq)
             prev = q + lane_at(bytes);
@@ -61,13 +70,11 @@ static void combine(const zap_comm_t *comm, uint64_t seq, bool exclusive, zap_dt
             zap_coll_agree_shm_reduce(comm, seq, last, dt, op, out, count);
         }
     }
-    if (!lane)
-        return;
+    if (!lane || r == 0 || r == comm->size - 1)
+        return; /* nobody reads this lane */
     unsigned char *mine = own + lane_at(bytes);
     if (!exclusive)
         zap_copy(mine, out, bytes);
-    else if (r == 0)
-        zap_copy(mine, own, bytes);
     else
         zap_reduce_cpu(dt, op, mine, out, own, count);
     atomic_store_explicit(lane_seq(own, bytes), seq, memory_order_release);
@@ -119,6 +126,10 @@ bool zap_scan_shm_fast_setup(const zap_comm_t *comm, const zap_coll_args_t *a, z
     f->src = a->src;
     f->bytes = a->bytes;
     f->need = (UINT64_C(1) << comm->rank) - 1;
+    if (comm->rank > 1 && a->bytes <= LANE_MAX) {
+        f->via = comm->rank - 1;
+        f->via_off = lane_seq_at(a->bytes);
+    }
     return true;
 }
 
