@@ -400,6 +400,77 @@ TEST_F(Oneway, FastAndOperationRanksMeet)
     }
 }
 
+// Reduce_scatter_block and scan take the fast form too; a scan's rank may
+// finish through the prefix lane of the rank below it alone (scan_shm.c),
+// which that rank wrote in either form. One rank per round runs its calls as
+// operations (a non-blocking call in flight), so every rank meets lanes
+// written by both forms, and the results stay those of the rank-order folds.
+TEST_F(Oneway, ReduceScatterAndScanTakeTheFastFormAndMeetOperations)
+{
+    int rank = MpiRank(), size = MpiSize();
+    sum_ok(1);
+    unsigned long long before = zap_coll_test_fast_calls(comm_), rs_fast = 0;
+    const int n = 2 * ahead();
+    for (int round = 0; round < size + 1; round++) {
+        int32_t x = rank + 1, y = 0;
+        zap_request_t *req = nullptr;
+        bool slow = round < size && rank == round;
+        if (slow) {
+            ASSERT_EQ(zap_iallreduce(comm_, &x, &y, 1, ZAP_DT_INT32, ZAP_OP_SUM, &req), ZAP_OK);
+        } else if (round < size) {
+            ASSERT_EQ(zap_allreduce(comm_, &x, &y, 1, ZAP_DT_INT32, ZAP_OP_SUM), ZAP_OK);
+        }
+        for (int i = 0; i < n; i++) {
+            std::vector<int64_t> in(2 * size), out(2, -1);
+            for (int q = 0; q < size; q++) {
+                in[2 * q] = 1000 * rank + q + i;
+                in[2 * q + 1] = rank * i - q;
+            }
+            unsigned long long f0 = zap_coll_test_fast_calls(comm_);
+            ASSERT_EQ(zap_reduce_scatter_block(comm_, in.data(), out.data(), 2, ZAP_DT_INT64, ZAP_OP_SUM), ZAP_OK);
+            rs_fast += zap_coll_test_fast_calls(comm_) - f0;
+            int64_t s0 = 0, s1 = 0;
+            for (int q = 0; q < size; q++) {
+                s0 += 1000 * q + rank + i;
+                s1 += q * i - rank;
+            }
+            EXPECT_EQ(out[0], s0) << "round " << round << " call " << i;
+            EXPECT_EQ(out[1], s1) << "round " << round << " call " << i;
+            int64_t v[3] = {rank + i, 2 * rank, -rank * i}, pre[3] = {0, 0, 0}, ex[3] = {-7, -7, -7};
+            ASSERT_EQ(zap_scan(comm_, v, pre, 3, ZAP_DT_INT64, ZAP_OP_SUM), ZAP_OK);
+            ASSERT_EQ(zap_exscan(comm_, v, ex, 3, ZAP_DT_INT64, ZAP_OP_SUM), ZAP_OK);
+            int64_t t0 = 0, t1 = 0, t2 = 0;
+            for (int q = 0; q < rank; q++) {
+                t0 += q + i;
+                t1 += 2 * q;
+                t2 += -q * i;
+            }
+            if (rank > 0) {
+                EXPECT_EQ(ex[0], t0) << "round " << round << " call " << i;
+                EXPECT_EQ(ex[1], t1);
+                EXPECT_EQ(ex[2], t2);
+            } else {
+                EXPECT_EQ(ex[0], -7) << "exscan leaves rank 0's recvbuf alone";
+            }
+            EXPECT_EQ(pre[0], t0 + rank + i) << "round " << round << " call " << i;
+            EXPECT_EQ(pre[1], t1 + 2 * rank);
+            EXPECT_EQ(pre[2], t2 - rank * i);
+        }
+        if (slow) {
+            ASSERT_EQ(zap_request_wait(req), ZAP_OK);
+            zap_request_free(req);
+        }
+        if (round < size) {
+            EXPECT_EQ(y, size * (size + 1) / 2);
+        }
+    }
+    unsigned long long fast = zap_coll_test_fast_calls(comm_) - before, total = 0, rs_total = 0;
+    MPI_Allreduce(&fast, &total, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(&rs_fast, &rs_total, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+    EXPECT_GE(total, (unsigned long long)n) << "the last round has no operation: its calls take the fast form";
+    EXPECT_GE(rs_total, (unsigned long long)n / 2) << "reduce_scatter_block: the last rank to write takes it";
+}
+
 // A reader whose arguments differ from the root's finds it in the fast form
 // and hands the call to an operation, which reports it as every form does.
 TEST_F(Oneway, FastReaderHandsAMismatchToTheOperation)

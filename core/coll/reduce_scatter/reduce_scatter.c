@@ -21,6 +21,7 @@
 #include "coll/reduce_scatter/reduce_scatter.h"
 #include "coll/allreduce/allreduce.h"
 #include "coll/comm_impl.h"
+#include "coll/engine/fast.h"
 #include "coll/engine/mem.h"
 #include "coll/engine/select.h"
 #include "coll/reduce/reduce.h"
@@ -80,6 +81,9 @@ const zap_coll_desc_t zap_reduce_scatter_desc = {
     .form = rs_form,
     .needs_setup = true,
     .setting = ZAP_CFG_REDUCE_SCATTER_ALG,
+    .fast_alg = ZAP_RS_SHM,
+    .fast_setup = zap_reduce_scatter_shm_fast_setup,
+    .fast_finish = zap_reduce_scatter_shm_fast_finish,
 };
 
 /* FNV-1a over the counts, so ranks can compare arrays through the header. */
@@ -128,10 +132,12 @@ static zap_status_t check(const zap_comm_t *comm, const void *sendbuf, const voi
     return ZAP_OK;
 }
 
+/* Checks and posts the call (blocking: runs it to completion, by the fast
+ * form where it applies, engine/fast.h). */
 static zap_status_t post(zap_comm_t *comm, const void *sendbuf, void *recvbuf, const size_t *counts, size_t fixed,
-                         bool is_v, zap_dtype_t dt, zap_op_t zop, zap_request_t **req_p)
+                         bool is_v, zap_dtype_t dt, zap_op_t zop, bool blocking, zap_request_t **req_p)
 {
-    if (comm == NULL || req_p == NULL)
+    if (comm == NULL || (req_p == NULL && !blocking))
         return ZAP_ERR_INVALID_PARAM;
     size_t total = 0;
     zap_status_t local = check(comm, sendbuf, recvbuf, counts, fixed, is_v, dt, zop, &total);
@@ -151,37 +157,31 @@ static zap_status_t post(zap_comm_t *comm, const void *sendbuf, void *recvbuf, c
             local = zap_reduce_check(comm->rank, is_v ? "reduce_scatter" : "reduce_scatter_block", dt, zop, a.mem);
     }
     a.empty = total == 0;
-    return zap_coll_post(comm, &zap_reduce_scatter_desc, &a, local, req_p);
+    if (blocking)
+        return zap_coll_call(comm, &zap_reduce_scatter_desc, &a, local);
+    return zap_coll_ipost(comm, &zap_reduce_scatter_desc, &a, local, req_p);
 }
 
 zap_status_t zap_ireduce_scatter(zap_comm_t *comm, const void *sendbuf, void *recvbuf, const size_t *counts,
                                  zap_dtype_t dt, zap_op_t zop, zap_request_t **req_p)
 {
-    return post(comm, sendbuf, recvbuf, counts, 0, true, dt, zop, req_p);
+    return post(comm, sendbuf, recvbuf, counts, 0, true, dt, zop, false, req_p);
 }
 
 zap_status_t zap_ireduce_scatter_block(zap_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
                                        zap_dtype_t dt, zap_op_t zop, zap_request_t **req_p)
 {
-    return post(comm, sendbuf, recvbuf, NULL, count, false, dt, zop, req_p);
+    return post(comm, sendbuf, recvbuf, NULL, count, false, dt, zop, false, req_p);
 }
 
 zap_status_t zap_reduce_scatter(zap_comm_t *comm, const void *sendbuf, void *recvbuf, const size_t *counts,
                                 zap_dtype_t dt, zap_op_t zop)
 {
-    zap_request_t *req = NULL;
-    zap_status_t st = zap_ireduce_scatter(comm, sendbuf, recvbuf, counts, dt, zop, &req);
-    if (st != ZAP_OK)
-        return st;
-    return zap_coll_wait_free(req);
+    return post(comm, sendbuf, recvbuf, counts, 0, true, dt, zop, true, NULL);
 }
 
 zap_status_t zap_reduce_scatter_block(zap_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
                                       zap_dtype_t dt, zap_op_t zop)
 {
-    zap_request_t *req = NULL;
-    zap_status_t st = zap_ireduce_scatter_block(comm, sendbuf, recvbuf, count, dt, zop, &req);
-    if (st != ZAP_OK)
-        return st;
-    return zap_coll_wait_free(req);
+    return post(comm, sendbuf, recvbuf, NULL, count, false, dt, zop, true, NULL);
 }

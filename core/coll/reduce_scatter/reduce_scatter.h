@@ -17,6 +17,9 @@ zap_status_t zap_reduce_scatter_ring_init(zap_coll_op_t *op);     /* reduce_scat
 zap_status_t zap_reduce_scatter_shm_init(zap_coll_op_t *op);      /* reduce_scatter_shm.c */
 zap_status_t zap_reduce_scatter_cma_init(zap_coll_op_t *op);      /* reduce_scatter_cma.c */
 zap_status_t zap_reduce_scatter_hier_init(zap_coll_op_t *op);     /* reduce_scatter_hier.c: ranks on several hosts */
+/* The fast form of calls up to a slot (engine/fast.h), reduce_scatter_shm.c. */
+bool zap_reduce_scatter_shm_fast_setup(const zap_comm_t *comm, const zap_coll_args_t *a, zap_coll_shm_fast_t *f);
+void zap_reduce_scatter_shm_fast_finish(const zap_comm_t *comm, const zap_coll_args_t *a, const zap_coll_shm_fast_t *f);
 /* The single-copy form's vote: this rank's buffers are host memory. */
 bool zap_reduce_scatter_cma_vote(const zap_coll_op_t *op);
 

@@ -127,3 +127,28 @@ zap_status_t zap_reduce_scatter_shm_init(zap_coll_op_t *op)
     op->progress = large_progress;
     return ZAP_OK;
 }
+
+/* The fast form (engine/fast.h) of a call up to a slot: every rank writes its
+ * vector and reads every slot, then reduces its part as small_finish does
+ * (the same operands in the same order: the same bytes). */
+bool zap_reduce_scatter_shm_fast_setup(const zap_comm_t *comm, const zap_coll_args_t *a, zap_coll_shm_fast_t *f)
+{
+    (void)comm;
+    f->src = a->src;
+    f->bytes = a->bytes;
+    f->need = ~UINT64_C(0);
+    return true;
+}
+
+void zap_reduce_scatter_shm_fast_finish(const zap_comm_t *comm, const zap_coll_args_t *a, const zap_coll_shm_fast_t *f)
+{
+    int r = comm->rank, p = comm->size;
+    size_t es = zap_dtype_size(a->dt), off = zap_rs_offset(a, r) * es, n = zap_rs_count(a, r);
+    if (n == 0)
+        return;
+    unsigned char *out = a->dst;
+    zap_copy(out, (const unsigned char *)zap_coll_agree_shm_fast_slot(comm, f, 0) + off, n * es);
+    for (int q = 1; q < p; q++)
+        zap_reduce_cpu(a->dt, a->op, out, out, (const unsigned char *)zap_coll_agree_shm_fast_slot(comm, f, q) + off,
+                       n);
+}
