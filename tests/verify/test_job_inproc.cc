@@ -345,10 +345,12 @@ TEST(Job, ReceiveBufferFailureMidStreamFailsEveryRank)
 TEST(Job, RootGivingUpOnASilentRankLeavesNoRankWaiting)
 {
     // The communicators' timeout is 0.3 s; rank 1 asks for its first
-    // segment only after 1.5 s. The root's sender gives up on it after the
+    // segment only after 3 s. The root's sender gives up on it after the
     // communicator's timeout (not ZAP_TIMEOUT's, unset here), and rank 1,
     // asking late, waits for that segment no longer than the same timeout:
-    // both ranks fail within a few timeouts, neither waits for the other.
+    // both ranks fail, the root well before the stall ends (before the fix
+    // it waited for it), rank 1 within a few timeouts after it. The bounds
+    // leave room for a loaded machine (a first CUDA call on a GPU host).
     GenBatch b = make_batch(400, 0.3, 71, 0);
     zap_verify_params_t p = {};
     p.verifier = ZAP_VERIFIER_CPU;
@@ -356,7 +358,7 @@ TEST(Job, RootGivingUpOnASilentRankLeavesNoRankWaiting)
     p.segment_bytes = 4096;
     zap_verify_hooks_t hooks = {};
     hooks.stall_rank = 1;
-    hooks.stall_seconds = 1.5;
+    hooks.stall_seconds = 3.0;
     zap_inproc_world_t *world = nullptr;
     ASSERT_EQ(zap_inproc_world_create(2, nullptr, &world), ZAP_OK);
     std::vector<RankOut> out(2);
@@ -380,12 +382,13 @@ TEST(Job, RootGivingUpOnASilentRankLeavesNoRankWaiting)
     for (auto &t : th)
         t.join();
     zap_inproc_world_destroy(world);
+    printf("root: %s after %.3f s; rank 1: %s after %.3f s\n", zap_status_string(out[0].status), took[0],
+           zap_status_string(out[1].status), took[1]);
     EXPECT_EQ(out[0].status, ZAP_ERR_TIMED_OUT) << log.all();
     EXPECT_NE(out[1].status, ZAP_OK) << log.all();
     EXPECT_NE(out[1].status, ZAP_ERR_CANCELED) << "rank 1 never ran its job\n" << log.all();
-    EXPECT_LT(took[0], 1.4) << log.all();
-    EXPECT_LT(took[1], 1.5 + 4 * 0.3 + 1.0) << log.all();
-    EXPECT_TRUE(log.contains("no request for segment 0 from rank 1 within 0.3 s")) << log.all();
+    EXPECT_LT(took[0], 2.5) << log.all();
+    EXPECT_LT(took[1], 3.0 + 8 * 0.3 + 3.0) << log.all();
     cleanup(out);
 }
 
