@@ -8,6 +8,7 @@
 #include "coll/hier/hier.h"
 #include "base/log.h"
 #include "cuda_coll.h"
+#include <stdatomic.h>
 #include <string.h>
 
 const zap_coll_desc_t *const zap_coll_descs[] = {
@@ -38,10 +39,24 @@ static bool gpu_path_wanted(const zap_comm_t *comm, size_t bytes, zap_mem_kind_t
            zap_gpu_device_present();
 }
 
+/* The flags of built-in (datatype, op) pairs, plus 0x80 once known: they never
+ * change, and every small reducing call asks (a user op's are asked each
+ * time: its commutativity is its own). */
+static _Atomic uint8_t flags_memo[ZAP_DT_COUNT][ZAP_OP_COUNT];
+
 uint8_t zap_coll_call_flags(zap_dtype_t dt, zap_op_t op)
 {
-    return (uint8_t)((zap_op_commutative(op) ? 0 : ZAP_COLL_CALL_NONCOMMUTATIVE) |
-                     (zap_reduce_gpu_capable(dt, op) && zap_gpu_path_combines(dt, op) ? 0 : ZAP_COLL_CALL_NO_GPU));
+    bool builtin = (unsigned)dt < ZAP_DT_COUNT && (unsigned)op < ZAP_OP_COUNT;
+    if (builtin) {
+        uint8_t m = atomic_load_explicit(&flags_memo[dt][op], memory_order_relaxed);
+        if (m & 0x80)
+            return (uint8_t)(m & 0x7f);
+    }
+    uint8_t f = (uint8_t)((zap_op_commutative(op) ? 0 : ZAP_COLL_CALL_NONCOMMUTATIVE) |
+                          (zap_reduce_gpu_capable(dt, op) && zap_gpu_path_combines(dt, op) ? 0 : ZAP_COLL_CALL_NO_GPU));
+    if (builtin)
+        atomic_store_explicit(&flags_memo[dt][op], (uint8_t)(f | 0x80), memory_order_relaxed);
+    return f;
 }
 
 static uint32_t call_predicates(const zap_comm_t *comm, size_t bytes, zap_mem_kind_t mem, zap_coll_form_t form,

@@ -66,6 +66,8 @@ static void combine(const zap_comm_t *comm, uint64_t seq, bool exclusive, zap_dt
             zap_copy(out, prev, bytes);
         } else if (prev != NULL) {
             zap_reduce_cpu(dt, op, out, prev, own, count);
+        } else if (last == 0) {
+            zap_copy(out, own, bytes); /* rank 0's scan: its own vector, as a fold of one */
         } else {
             zap_coll_agree_shm_reduce(comm, seq, last, dt, op, out, count);
         }
