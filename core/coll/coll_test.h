@@ -9,6 +9,9 @@ ZAP_BEGIN_DECLS
  * of its readers on a communicator of p ranks (the segment's banks,
  * coll/shm/shm.h). */
 int zap_coll_test_shm_banks(int p);
+/* The same for comm's own segment (0: it has none): deeper where its maker
+ * runs oversubscribed (coll/shm/shm.h). */
+int zap_coll_test_comm_shm_banks(const zap_comm_t *comm);
 /* Forces collective's ("allreduce", "bcast") algorithm to name ("auto": the
  * automatic choice) from comm's next call on, as params would have at
  * creation: for the suites that switch algorithms between calls on one

@@ -172,8 +172,14 @@ zap_status_t zap_coll_setup_post(zap_comm_t *comm, zap_request_t **req_p)
          * would carry them past it. */
         s->want = comm->set.shm && comm->size <= ZAP_COLL_SHM_MAX_RANKS && comm->checksum_t == NULL &&
                   !zap_transport_is_checksum(comm->t);
-        if (comm->rank == 0 && s->want)
-            zap_coll_shm_make(comm->size, comm->set.shm_large_bytes, &s->ref, &s->map);
+        if (comm->rank == 0 && s->want) {
+            /* The bank count is rank 0's to choose (written into the
+             * segment): on one host its view of oversubscription is the
+             * node's. */
+            bool over = comm->oversubscribed_known ? comm->oversubscribed : zap_coll_local_oversubscribed(&comm->set);
+            zap_coll_shm_make(comm->size, zap_coll_shm_banks_for(comm->size, over), comm->set.shm_large_bytes, &s->ref,
+                              &s->map);
+        }
         s->step = SETUP_REF;
         st = zap_coll_agree_init_bcast(op, ZAP_COLL_FORM_RD, PHASE_REF, &s->ref, sizeof(s->ref), 0);
     } else {

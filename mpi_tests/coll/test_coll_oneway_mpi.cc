@@ -22,14 +22,18 @@ ZAP_ONE_HOST_FIXTURE_STORAGE;
 
 namespace {
 
-/* The banks of slots: how far a writer runs ahead (every test here runs on
- * MPI_COMM_WORLD's ranks). */
-int ahead() { return zap_coll_test_shm_banks(MpiSize()); }
-
 // A fresh communicator per test (OneHostComm): the mismatch tests leave
 // theirs revoked.
 class Oneway : public OneHostComm {
   protected:
+    // The banks of slots of this communicator's segment: how far a writer
+    // runs ahead (deeper where the node is oversubscribed, coll/shm/shm.h).
+    int ahead() const
+    {
+        int banks = zap_coll_test_comm_shm_banks(comm_);
+        EXPECT_GE(banks, zap_coll_test_shm_banks(MpiSize()));
+        return banks;
+    }
     // An allreduce every rank must see succeed with the right sum.
     void sum_ok(int tag)
     {
@@ -313,6 +317,25 @@ TEST_F(Oneway, GatherRootFindsAContributorsMismatch)
         EXPECT_TRUE(st == ZAP_OK || st == ZAP_ERR_REVOKED) << zap_status_string(st);
     }
     expect_revoked_next();
+}
+
+// The segment's depth follows the node: where its ranks run oversubscribed
+// (more ranks than cores, as ctest's 4-rank runs on 2 cores) a reader is
+// descheduled for whole time slices, and a writer gets 256 banks to run
+// ahead instead of 64 (up to 4 ranks).
+TEST_F(Oneway, SegmentIsDeeperWhereTheNodeIsOversubscribed)
+{
+    zap_comm_attr_t a{};
+    a.field_mask = ZAP_COMM_ATTR_OVERSUBSCRIBED;
+    ASSERT_EQ(zap_comm_query(comm_, &a), ZAP_OK);
+    int base = zap_coll_test_shm_banks(MpiSize());
+    EXPECT_EQ(zap_coll_test_comm_shm_banks(comm_), a.oversubscribed && MpiSize() <= 4 ? 256 : base)
+        << "oversubscribed " << a.oversubscribed;
+    // Every rank's segment is the same one: they agree on its depth.
+    int mine = zap_coll_test_comm_shm_banks(comm_), lo = 0, hi = 0;
+    MPI_Allreduce(&mine, &lo, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(&mine, &hi, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    EXPECT_EQ(lo, hi);
 }
 
 // The fast form (engine/fast.h): a small blocking call with nothing else in

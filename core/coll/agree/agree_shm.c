@@ -63,6 +63,10 @@ static bool hdr_agreed(const zap_coll_hdr_t *h)
 }
 
 int zap_coll_test_shm_banks(int p) { return (int)zap_coll_shm_banks(p); }
+int zap_coll_test_comm_shm_banks(const zap_comm_t *comm)
+{
+    return comm != NULL && comm->shm != NULL ? (int)comm->shm->banks : 0;
+}
 
 /* The lanes every rank must share (kind, algorithm, datatype, op): the
  * chain leaves out the votes and the bad mark, which differ by rank. */

@@ -53,8 +53,16 @@
 /* Banks of slots, a power of two: how far a writer may run ahead of its
  * readers. Deeper on few ranks, where it costs least and where a reader
  * descheduled on an oversubscribed node would stall a shallower pipeline:
- * 64 up to 4 ranks, 16 beyond (the same on every rank: it follows p). */
+ * 64 up to 4 ranks, 16 beyond, and 256 up to 4 ranks where the segment's
+ * maker (rank 0) runs oversubscribed (4 MiB of slots at 4 ranks): there a
+ * reader is descheduled for whole time slices. The maker writes the count
+ * into the segment, so every rank uses the same one. */
 static inline unsigned zap_coll_shm_banks(int p) { return p <= 4 ? 64u : 16u; }
+#define ZAP_COLL_SHM_BANKS_OVERSUBSCRIBED 256u
+static inline unsigned zap_coll_shm_banks_for(int p, bool oversubscribed)
+{
+    return oversubscribed && p <= 4 ? ZAP_COLL_SHM_BANKS_OVERSUBSCRIBED : zap_coll_shm_banks(p);
+}
 /* The payload a slot carries: what the exchange's inline area (header and
  * payload, ZAP_COLL_AGREE_INLINE_BYTES) can hold as the result. */
 #define ZAP_COLL_SHM_PAYLOAD ZAP_COLL_SHM_MAX_BYTES
@@ -101,7 +109,7 @@ typedef struct zap_coll_shm {
      * blamed transport rank), written before the word. */
     _Atomic uint64_t *revoked;
     _Atomic uint64_t *revoke_entry; /* 2 words per communicator rank */
-    unsigned banks;             /* zap_coll_shm_banks(size) */
+    unsigned banks;             /* zap_coll_shm_banks_for(size, ...), as the segment's maker chose */
     uint64_t next;              /* the last exchange number handed out */
     uint64_t done;              /* the last exchange this rank has read completely */
     _Atomic uint64_t *done_line; /* rank q's published done at done_line + 8 q (one cache line each) */
@@ -184,11 +192,11 @@ typedef struct zap_coll_shm_map {
     int fd;     /* rank 0: the segment's file, to reserve the large area; else -1 */
 } zap_coll_shm_map_t;
 
-/* Rank 0: a fresh segment for p ranks with a large area sized for
+/* Rank 0: a fresh segment for p ranks and banks banks (zap_coll_shm_banks_for) with a large area sized for
  * large_bytes (capped by rank count), its slots and flags reserved, the area
  * not yet. On failure (logged at info: it only means no segment) m->base is
  * NULL and ref->name empty. */
-void zap_coll_shm_make(int p, uint64_t large_bytes, zap_coll_shm_ref_t *ref, zap_coll_shm_map_t *m);
+void zap_coll_shm_make(int p, unsigned banks, uint64_t large_bytes, zap_coll_shm_ref_t *ref, zap_coll_shm_map_t *m);
 /* Another rank: rank 0's segment if this rank sees it (same host) and it is
  * the one rank 0 made (magic, token, size); m->base NULL otherwise. */
 void zap_coll_shm_map(int p, const zap_coll_shm_ref_t *ref, zap_coll_shm_map_t *m);

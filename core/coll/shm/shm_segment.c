@@ -19,12 +19,13 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#define SHM_MAGIC UINT64_C(0x7a61702d73686d32) /* "zap-shm2": the layout with banks and done lines */
+#define SHM_MAGIC UINT64_C(0x7a61702d73686d33) /* "zap-shm3": the layout with banks, their count in the head */
 
 typedef struct seg_head {
     uint64_t magic;
     uint64_t token;
     int32_t size;
+    uint32_t banks;     /* the maker's zap_coll_shm_banks_for */
     uint64_t big_bytes; /* the large area's per-rank size */
     _Atomic uint64_t big_state; /* the large area's reserved bytes per slot | ZAP_COLL_SHM_LARGE_FULL (rank 0 writes) */
     pid_t pids[ZAP_COLL_SHM_MAX_RANKS];
@@ -51,16 +52,16 @@ static size_t done_bytes(int p)
     size_t b = DONE_STRIDE * (size_t)p;
     return (b + ZAP_COLL_SHM_SLOT_BYTES - 1) / ZAP_COLL_SHM_SLOT_BYTES * ZAP_COLL_SHM_SLOT_BYTES;
 }
-static size_t banks_end(int p) { return (size_t)ZAP_COLL_SHM_SLOT_BYTES * (1 + zap_coll_shm_banks(p) * (size_t)p); }
-static size_t small_bytes(int p) { return banks_end(p) + done_bytes(p); }
+static size_t banks_end(int p, unsigned banks) { return (size_t)ZAP_COLL_SHM_SLOT_BYTES * (1 + banks * (size_t)p); }
+static size_t small_bytes(int p, unsigned banks) { return banks_end(p, banks) + done_bytes(p); }
 static size_t ctl_bytes(int p)
 {
     size_t b = sizeof(zap_coll_shm_ctl_t) * (size_t)p;
     return (b + ZAP_COLL_SHM_SLOT_BYTES - 1) / ZAP_COLL_SHM_SLOT_BYTES * ZAP_COLL_SHM_SLOT_BYTES;
 }
-static size_t seg_bytes(int p, size_t big)
+static size_t seg_bytes(int p, unsigned banks, size_t big)
 {
-    return small_bytes(p) + (big > 0 ? ctl_bytes(p) + big * ((size_t)p + 1) : 0);
+    return small_bytes(p, banks) + (big > 0 ? ctl_bytes(p) + big * ((size_t)p + 1) : 0);
 }
 
 /* Above 4 ranks the large allreduce loses to the ring (and to the
@@ -95,7 +96,7 @@ static void *map_fd(int fd, size_t bytes)
  * which a communicator that never moves a large vector should not pay
  * (docs/collectives.md, "Shared memory"). Large calls reserve it as far as
  * they need (zap_coll_shm_reserve_large). *fd_p keeps the file for that. */
-static void *create(int p, size_t big, seg_ref_t *ref, int *fd_p)
+static void *create(int p, unsigned banks, size_t big, seg_ref_t *ref, int *fd_p)
 {
     uint64_t token = 0;
     if (getrandom(&token, sizeof(token), 0) != (ssize_t)sizeof(token))
@@ -108,10 +109,10 @@ static void *create(int p, size_t big, seg_ref_t *ref, int *fd_p)
         return NULL;
     }
     void *m = NULL;
-    size_t eager = small_bytes(p) + (big > 0 ? ctl_bytes(p) : 0);
-    int err = ftruncate(fd, (off_t)seg_bytes(p, big)) == 0 ? posix_fallocate(fd, 0, (off_t)eager) : errno;
+    size_t eager = small_bytes(p, banks) + (big > 0 ? ctl_bytes(p) : 0);
+    int err = ftruncate(fd, (off_t)seg_bytes(p, banks, big)) == 0 ? posix_fallocate(fd, 0, (off_t)eager) : errno;
     if (err == 0)
-        m = map_fd(fd, seg_bytes(p, big));
+        m = map_fd(fd, seg_bytes(p, banks, big));
     else
         zap_info("coll: shared memory for collectives not available (%zu bytes: %s)", eager, strerror(err));
     if (m == NULL) {
@@ -124,6 +125,7 @@ static void *create(int p, size_t big, seg_ref_t *ref, int *fd_p)
     seg_head_t *h = m;
     h->token = token;
     h->size = p;
+    h->banks = banks;
     h->big_bytes = big;
     h->magic = SHM_MAGIC;
     ref->token = token;
@@ -141,12 +143,13 @@ static void *open_ref(int p, const seg_ref_t *ref)
         return NULL; /* another host: the usual case, not an error */
     struct stat sb;
     void *m = NULL;
-    if (fstat(fd, &sb) == 0 && (size_t)sb.st_size >= small_bytes(p))
+    if (fstat(fd, &sb) == 0 && (size_t)sb.st_size >= small_bytes(p, zap_coll_shm_banks(p)))
         m = map_fd(fd, (size_t)sb.st_size);
     close(fd);
     const seg_head_t *h = m;
     if (m != NULL && (h->magic != SHM_MAGIC || h->token != ref->token || h->size != p ||
-                      h->big_bytes > BIG_TOTAL_MAX || seg_bytes(p, h->big_bytes) != (size_t)sb.st_size)) {
+                      (h->banks != zap_coll_shm_banks_for(p, false) && h->banks != zap_coll_shm_banks_for(p, true)) ||
+                      h->big_bytes > BIG_TOTAL_MAX || seg_bytes(p, h->banks, h->big_bytes) != (size_t)sb.st_size)) {
         munmap(m, (size_t)sb.st_size);
         m = NULL;
     }
@@ -175,11 +178,11 @@ static bool can_read_peer(const seg_head_t *h, int r, int q)
     return false;
 }
 
-void zap_coll_shm_make(int p, uint64_t large_bytes, zap_coll_shm_ref_t *ref, zap_coll_shm_map_t *m)
+void zap_coll_shm_make(int p, unsigned banks, uint64_t large_bytes, zap_coll_shm_ref_t *ref, zap_coll_shm_map_t *m)
 {
     memset(ref, 0, sizeof(*ref));
     m->fd = -1;
-    m->base = create(p, big_bytes_for(p, large_bytes), ref, &m->fd);
+    m->base = create(p, banks, big_bytes_for(p, large_bytes), ref, &m->fd);
 }
 
 void zap_coll_shm_map(int p, const zap_coll_shm_ref_t *ref, zap_coll_shm_map_t *m)
@@ -262,22 +265,22 @@ zap_status_t zap_coll_shm_adopt(zap_coll_shm_map_t *m, int rank, int p, bool cma
     s->big_fd = m->fd;
     s->big_state = &((seg_head_t *)m->base)->big_state;
     s->big_bytes = (size_t)h->big_bytes;
-    s->bytes = seg_bytes(p, s->big_bytes);
+    s->bytes = seg_bytes(p, h->banks, s->big_bytes);
     s->rank = rank;
     s->size = p;
-    s->banks = zap_coll_shm_banks(p);
+    s->banks = h->banks;
     s->pids = h->pids;
-    s->done_line = (_Atomic uint64_t *)((unsigned char *)m->base + banks_end(p));
+    s->done_line = (_Atomic uint64_t *)((unsigned char *)m->base + banks_end(p, h->banks));
     s->revoked = &((seg_head_t *)m->base)->revoked;
     s->revoke_entry = ((seg_head_t *)m->base)->revoke_entry;
     s->cma = cma;
     if (s->big_bytes > 0) {
-        unsigned char *at = (unsigned char *)m->base + small_bytes(p);
+        unsigned char *at = (unsigned char *)m->base + small_bytes(p, h->banks);
         s->ctl = (zap_coll_shm_ctl_t *)at;
         s->big_in = at + ctl_bytes(p);
         s->big_out = s->big_in + s->big_bytes * (size_t)p;
     }
-    prefault(s, small_bytes(p) + (s->big_bytes > 0 ? ctl_bytes(p) : 0));
+    prefault(s, small_bytes(p, h->banks) + (s->big_bytes > 0 ? ctl_bytes(p) : 0));
     m->base = NULL;
     m->fd = -1;
     *shm_p = s;
@@ -288,8 +291,10 @@ zap_status_t zap_coll_shm_adopt(zap_coll_shm_map_t *m, int rank, int p, bool cma
 
 void zap_coll_shm_unmap(zap_coll_shm_map_t *m)
 {
-    if (m->base != NULL)
-        munmap(m->base, seg_bytes(((seg_head_t *)m->base)->size, ((seg_head_t *)m->base)->big_bytes));
+    if (m->base != NULL) {
+        const seg_head_t *h = m->base;
+        munmap(m->base, seg_bytes(h->size, h->banks, h->big_bytes));
+    }
     if (m->fd >= 0)
         close(m->fd);
     m->base = NULL;
