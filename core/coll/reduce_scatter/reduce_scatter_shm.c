@@ -32,22 +32,34 @@ typedef struct rs_shm {
 } rs_shm_t;
 _Static_assert(sizeof(rs_shm_t) <= ZAP_COLL_ALG_STATE_BYTES, "state too large");
 
+/* Rank r's part, out = (in[0] op in[1]) op ... op in[p-1] over its n
+ * elements at byte off of each input: what every form computes, so the
+ * bytes are the same whichever a rank takes. */
+static void fold_part(const zap_coll_args_t *a, int r, int p, const unsigned char *const *in, unsigned char *out)
+{
+    size_t es = zap_dtype_size(a->dt), off = zap_rs_offset(a, r) * es, n = zap_rs_count(a, r);
+    zap_copy(out, in[0] + off, n * es);
+    for (int q = 1; q < p; q++)
+        zap_reduce_cpu(a->dt, a->op, out, out, in[q] + off, n);
+}
+
 /* Rank r's part over the p inputs (input q at in(q)) into recvbuf. */
 static void reduce_part(zap_coll_op_t *op, const unsigned char *(*in)(const zap_coll_op_t *, int))
 {
     const zap_coll_args_t *a = &op->args;
     int r = op->comm->rank, p = op->comm->size;
-    size_t es = zap_dtype_size(a->dt), off = zap_rs_offset(a, r) * es, n = zap_rs_count(a, r);
+    size_t n = zap_rs_count(a, r);
     if (n == 0)
         return;
+    const unsigned char *ins[ZAP_COLL_SHM_MAX_RANKS];
+    for (int q = 0; q < p; q++)
+        ins[q] = in(op, q);
     /* The operands are host memory: the CPU combines them, into recvbuf when
      * it is host memory too, else into scratch that is copied over. */
     unsigned char *out = op->mem == ZAP_MEM_HOST ? a->dst : op->scratch.ptr;
-    zap_copy(out, in(op, 0) + off, n * es);
-    for (int q = 1; q < p; q++)
-        zap_reduce_cpu(a->dt, a->op, out, out, in(op, q) + off, n);
+    fold_part(a, r, p, ins, out);
     if (out != a->dst)
-        zap_coll_copy(op, a->dst, out, n * es);
+        zap_coll_copy(op, a->dst, out, n * zap_dtype_size(a->dt));
 }
 
 static const unsigned char *slot_in(const zap_coll_op_t *op, int q) { return zap_coll_agree_slot(op, q); }
@@ -129,8 +141,7 @@ zap_status_t zap_reduce_scatter_shm_init(zap_coll_op_t *op)
 }
 
 /* The fast form (engine/fast.h) of a call up to a slot: every rank writes its
- * vector and reads every slot, then reduces its part as small_finish does
- * (the same operands in the same order: the same bytes). */
+ * vector and reads every slot, then folds its part as small_finish does. */
 bool zap_reduce_scatter_shm_fast_setup(const zap_comm_t *comm, const zap_coll_args_t *a, zap_coll_shm_fast_t *f)
 {
     (void)comm;
@@ -142,13 +153,10 @@ bool zap_reduce_scatter_shm_fast_setup(const zap_comm_t *comm, const zap_coll_ar
 
 void zap_reduce_scatter_shm_fast_finish(const zap_comm_t *comm, const zap_coll_args_t *a, const zap_coll_shm_fast_t *f)
 {
-    int r = comm->rank, p = comm->size;
-    size_t es = zap_dtype_size(a->dt), off = zap_rs_offset(a, r) * es, n = zap_rs_count(a, r);
-    if (n == 0)
+    if (zap_rs_count(a, comm->rank) == 0)
         return;
-    unsigned char *out = a->dst;
-    zap_copy(out, (const unsigned char *)zap_coll_agree_shm_fast_slot(comm, f, 0) + off, n * es);
-    for (int q = 1; q < p; q++)
-        zap_reduce_cpu(a->dt, a->op, out, out, (const unsigned char *)zap_coll_agree_shm_fast_slot(comm, f, q) + off,
-                       n);
+    const unsigned char *ins[ZAP_COLL_SHM_MAX_RANKS];
+    for (int q = 0; q < comm->size; q++)
+        ins[q] = zap_coll_agree_shm_fast_slot(comm, f, q);
+    fold_part(a, comm->rank, comm->size, ins, a->dst);
 }
