@@ -17,13 +17,15 @@ struct RankOut {
     zap_status_t status = ZAP_ERR_CANCELED;
     zap_verify_result_t res = {};
     std::vector<uint32_t> bitmap;
+    double seconds = 0; // the job call's own time on this rank
 };
 
 // Runs the job on nranks threads; the root holds `batch`. pool: the world's
 // pool (NULL: one from the environment); hooks: the job's test hooks (every
-// rank's).
+// rank's); cp: the communicators' parameters (NULL: from the environment).
 static std::vector<RankOut> run_job(int nranks, const std::vector<uint8_t> &batch, zap_verify_params_t p,
-                                    zap_pool_t *pool = nullptr, const zap_verify_hooks_t *hooks = nullptr)
+                                    zap_pool_t *pool = nullptr, const zap_verify_hooks_t *hooks = nullptr,
+                                    const zap_comm_params_t *cp = nullptr)
 {
     zap_inproc_world_t *world = nullptr;
     EXPECT_EQ(zap_inproc_world_create(nranks, pool, &world), ZAP_OK);
@@ -33,10 +35,13 @@ static std::vector<RankOut> run_job(int nranks, const std::vector<uint8_t> &batc
         th.emplace_back([&, r] {
             zap_transport_t *t;
             zap_comm_t *comm;
-            if (zap_inproc_transport(world, r, &t) != ZAP_OK || zap_comm_create(t, &comm) != ZAP_OK)
+            if (zap_inproc_transport(world, r, &t) != ZAP_OK ||
+                (cp ? zap_comm_create_ex(t, cp, &comm) : zap_comm_create(t, &comm)) != ZAP_OK)
                 return;
+            double t0 = zap_clock_now();
             out[r].status = zap_verify_job_hooked(comm, r == p.root ? batch.data() : nullptr,
                                                   r == p.root ? batch.size() : 0, &p, hooks, &out[r].res);
+            out[r].seconds = zap_clock_now() - t0;
             if (out[r].res.bitmap)
                 out[r].bitmap.assign(out[r].res.bitmap, out[r].res.bitmap + out[r].res.bitmap_words);
             zap_comm_destroy(comm);
@@ -359,29 +364,11 @@ TEST(Job, RootGivingUpOnASilentRankLeavesNoRankWaiting)
     zap_verify_hooks_t hooks = {};
     hooks.stall_rank = 1;
     hooks.stall_seconds = 3.0;
-    zap_inproc_world_t *world = nullptr;
-    ASSERT_EQ(zap_inproc_world_create(2, nullptr, &world), ZAP_OK);
-    std::vector<RankOut> out(2);
-    double took[2] = {0, 0};
+    zap_comm_params_t cp = {};
+    cp.timeout_s = 0.3;
     LogCapture log;
-    std::vector<std::thread> th;
-    for (int r = 0; r < 2; r++)
-        th.emplace_back([&, r] {
-            zap_transport_t *t;
-            zap_comm_t *comm;
-            zap_comm_params_t cp = {};
-            cp.timeout_s = 0.3;
-            if (zap_inproc_transport(world, r, &t) != ZAP_OK || zap_comm_create_ex(t, &cp, &comm) != ZAP_OK)
-                return;
-            double t0 = zap_clock_now();
-            out[r].status = zap_verify_job_hooked(comm, r == 0 ? b.bytes.data() : nullptr, r == 0 ? b.bytes.size() : 0,
-                                                  &p, &hooks, &out[r].res);
-            took[r] = zap_clock_now() - t0;
-            zap_comm_destroy(comm);
-        });
-    for (auto &t : th)
-        t.join();
-    zap_inproc_world_destroy(world);
+    auto out = run_job(2, b.bytes, p, nullptr, &hooks, &cp);
+    double took[2] = {out[0].seconds, out[1].seconds};
     printf("root: %s after %.3f s; rank 1: %s after %.3f s\n", zap_status_string(out[0].status), took[0],
            zap_status_string(out[1].status), took[1]);
     EXPECT_EQ(out[0].status, ZAP_ERR_TIMED_OUT) << log.all();
