@@ -353,8 +353,8 @@ TEST(Job, RootGivingUpOnASilentRankLeavesNoRankWaiting)
     // segment only after 3 s. The root's sender gives up on it after the
     // communicator's timeout (not ZAP_TIMEOUT's, unset here), and rank 1,
     // asking late, waits for that segment no longer than the same timeout:
-    // both ranks fail, the root well before the stall ends (before the fix
-    // it waited for it), rank 1 within a few timeouts after it. The bounds
+    // both ranks fail, the root well before the stall ends (a root that
+    // waited out the stall fails this), rank 1 within a few timeouts after. The bounds
     // leave room for a loaded machine (a first CUDA call on a GPU host).
     GenBatch b = make_batch(400, 0.3, 71, 0);
     zap_verify_params_t p = {};

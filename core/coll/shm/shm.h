@@ -192,13 +192,15 @@ typedef struct zap_coll_shm_map {
     int fd;     /* rank 0: the segment's file, to reserve the large area; else -1 */
 } zap_coll_shm_map_t;
 
-/* Rank 0: a fresh segment for p ranks and banks banks (zap_coll_shm_banks_for) with a large area sized for
+/* Rank 0: a fresh segment for p ranks with banks banks of slots
+ * (zap_coll_shm_banks_for, written into its head) and a large area sized for
  * large_bytes (capped by rank count), its slots and flags reserved, the area
  * not yet. On failure (logged at info: it only means no segment) m->base is
  * NULL and ref->name empty. */
 void zap_coll_shm_make(int p, unsigned banks, uint64_t large_bytes, zap_coll_shm_ref_t *ref, zap_coll_shm_map_t *m);
 /* Another rank: rank 0's segment if this rank sees it (same host) and it is
- * the one rank 0 made (magic, token, size); m->base NULL otherwise. */
+ * the one rank 0 made (magic, token, size, a bank count and file size that
+ * fit p); m->base NULL otherwise. */
 void zap_coll_shm_map(int p, const zap_coll_shm_ref_t *ref, zap_coll_shm_map_t *m);
 /* Writes this rank's pid and mapping address into the segment. */
 void zap_coll_shm_enter(const zap_coll_shm_map_t *m, int rank);
