@@ -14,11 +14,8 @@
 /* The slow hook's delay before each verifier call of the slow rank. */
 static void hook_slow(const zap_verify_job_state_t *j)
 {
-    if (j->rank == j->hooks.slow_rank && j->hooks.slow_seconds > 0) {
-        double sec = j->hooks.slow_seconds;
-        struct timespec ts = {(time_t)sec, (long)((sec - (double)(time_t)sec) * 1e9)};
-        nanosleep(&ts, NULL);
-    }
+    if (j->rank == j->hooks.slow_rank && j->hooks.slow_seconds > 0)
+        zap_verify_hook_sleep(j->hooks.slow_seconds);
 }
 
 static void stats_add(zap_verify_stats_t *st, const zap_verify_stats_t *ps)

@@ -316,11 +316,8 @@ static void *receiver_main(void *arg)
     zap_verify_stream_recv_t *r = arg;
     zap_verify_stream_adopt_device(r->dev);
     zap_status_t st = ZAP_OK;
-    if (r->o.first_ask_delay > 0) {
-        double sec = r->o.first_ask_delay;
-        struct timespec ts = {(time_t)sec, (long)((sec - (double)(time_t)sec) * 1e9)};
-        nanosleep(&ts, NULL);
-    }
+    if (r->o.first_ask_delay > 0)
+        zap_verify_hook_sleep(r->o.first_ask_delay);
     for (size_t k = 0; k < r->nseg; k++) {
         zap_status_t a = await_buffer(r, k);
         double t_ask = zap_clock_now();

@@ -3,6 +3,7 @@
 #define ZAP_VERIFY_IMPL_H
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 #include "zap/verify.h"
 #include "base/crc32c.h"
 #include "base/le.h"
@@ -58,4 +59,10 @@ int zap_verify_canceled(void);
 
 /* Peak resident set of this process in KiB (VmHWM), 0 if unknown. */
 uint64_t zap_verify_peak_rss_kb(void);
+/* The job's test hooks' delays (job.h): sleeps seconds (> 0). */
+static inline void zap_verify_hook_sleep(double seconds)
+{
+    struct timespec ts = {(time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9)};
+    nanosleep(&ts, NULL);
+}
 #endif
